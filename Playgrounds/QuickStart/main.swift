@@ -1,0 +1,3 @@
+import LoadableKit
+
+print("QuickStart: placeholder")

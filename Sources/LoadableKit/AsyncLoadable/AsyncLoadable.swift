@@ -1,0 +1,455 @@
+import Observation
+import Synchronization
+
+/// A resource that loads asynchronously, once, for every caller that shares it.
+///
+/// An `AsyncLoadable` owns at most one *attempt* at a time. Every caller that asks while an
+/// attempt runs joins it; a failure is remembered until a caller explicitly retries; the status is
+/// observable. It speaks two dialects:
+///
+/// - ArcGIS Runtime's ``load()``, ``retryLoad()`` and ``cancelLoad()``;
+/// - MMMLoadable's ``sync()``, ``syncIfNeeded()``, ``fetch()`` and ``fetchIfNeeded()``, which also
+///   *refresh* a loaded resource while keeping its old ``content`` readable.
+///
+/// Make one from a closure, or subclass and override ``performLoad()``:
+///
+/// ```swift
+/// let portal = AsyncLoadable { try await service.portalInfo() }
+/// try await portal.load()                 // runs the closure once
+/// async let a = portal.fetchIfNeeded()    // both share the answer; no second request
+/// async let b = portal.fetchIfNeeded()
+///
+/// final class FeatureTable: AsyncLoadable<TableInfo>, @unchecked Sendable {
+///   let url: URL
+///   init(url: URL) { self.url = url; super.init() }
+///   override func performLoad() async throws -> TableInfo { try await fetchInfo(url) }
+/// }
+/// ```
+///
+/// ## Behaviour
+///
+/// | call | notLoaded | loading | loaded | failed |
+/// |---|---|---|---|---|
+/// | ``load()`` | start, wait | join, wait | return at once | throw the stored error |
+/// | ``retryLoad()`` | start, wait | join, wait | return at once | start, wait |
+/// | ``cancelLoad()`` | — | fail the attempt and every waiter with `CancellationError` | — | — |
+/// | ``sync()`` | start | — | refresh | start |
+/// | ``syncIfNeeded()`` | start | — | refresh if ``needsSync`` | start |
+/// | ``fetch()`` | start, wait | join, wait | refresh, wait | start, wait |
+/// | ``fetchIfNeeded()`` | start, wait | join, or the content at once if `!needsSync` | the content at once if `!needsSync`, else refresh | start, wait |
+///
+/// The class is thread-safe without actor isolation: its state is a value held in a `Mutex`, and
+/// every side effect (resuming callers, calling handlers, starting and cancelling tasks) happens
+/// after the lock is released. No user code — ``performLoad()``, ``needsSync``, handlers — ever
+/// runs under the lock.
+///
+/// The async methods are `nonisolated(nonsending)`: they run on the caller's executor. On a loaded
+/// resource ``load()`` and ``fetchIfNeeded()`` answer without a suspension or an executor hop.
+open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Sendable {
+  /// A copy of the status for the lock-free fast path of ``load()``; written under the lock.
+  @usableFromInline let statusMirror = Atomic<UInt8>(0)
+  let state: Mutex<LoadStateMachine<Content>>
+  let operation: (@Sendable () async throws -> Content)?
+  let registrar = ObservationRegistrar()
+
+  // MARK: - Creating loadables
+
+  /// Creates a loadable whose content comes from ``performLoad()``, which a subclass overrides.
+  ///
+  /// - Precondition: the subclass overrides ``performLoad()``. Loading an `AsyncLoadable` made with
+  ///   this initializer and no override is a programming error and traps.
+  public init() {
+    state = Mutex(LoadStateMachine(status: .notLoaded, content: nil, error: nil))
+    operation = nil
+  }
+
+  init(status: LoadStatus, content: Content?, error: (any Error)?, operation: (@Sendable () async throws -> Content)?) {
+    state = Mutex(LoadStateMachine(status: status, content: content, error: error))
+    statusMirror.store(status.code, ordering: .relaxed)
+    self.operation = operation
+  }
+
+  /// Creates a loadable whose attempts run `operation`.
+  ///
+  /// Nothing runs until somebody loads it. Each attempt calls `operation` once.
+  public convenience init(_ operation: @escaping @Sendable () async throws -> Content) {
+    self.init(status: .notLoaded, content: nil, error: nil, operation: operation)
+  }
+
+  /// Creates a loadable that is already ``LoadStatus/loaded`` with `content`.
+  ///
+  /// It is a constant: a refresh succeeds with the same content.
+  public convenience init(content: Content) {
+    self.init(status: .loaded, content: content, error: nil, operation: { content })
+  }
+
+  /// Creates a loadable that has already ``LoadStatus/failed`` with `error`.
+  ///
+  /// It is a constant: ``retryLoad()`` runs an attempt that fails with the same error.
+  public convenience init(error: any Error) {
+    self.init(status: .failed, content: nil, error: error, operation: { throw error })
+  }
+
+  deinit {
+    let ended = state.withLock { state in
+      let entries = state.observers.entries.values.compactMap(\.onEnd)
+      state.observers.entries.removeAll()
+      return entries
+    }
+    for end in ended { end() }
+  }
+
+  // MARK: - The subclass hook
+
+  /// Loads the content. Called once per attempt, never concurrently for one instance.
+  ///
+  /// Override it in a subclass; the default runs the closure given to ``init(_:)``. Inside it,
+  /// call ``loadDependency(_:)`` to load other loadables with this attempt's intent. The task
+  /// running it is cancelled by ``cancelLoad()``, so cooperative work can stop early.
+  ///
+  /// - Returns: the new content.
+  /// - Throws: any error; the loadable then fails with it and keeps its previous content.
+  open func performLoad() async throws -> Content {
+    guard let operation else {
+      preconditionFailure("\(type(of: self)) must override performLoad() or be created with a closure")
+    }
+    return try await operation()
+  }
+
+  // MARK: - State
+
+  /// The current status. Observable.
+  public var loadStatus: LoadStatus {
+    registrar.access(self, keyPath: \.loadStatus)
+    return state.withLock { $0.status }
+  }
+
+  /// The error of the last attempt; non-`nil` exactly when ``loadStatus`` is ``LoadStatus/failed``.
+  /// Observable.
+  public var loadError: (any Error)? {
+    registrar.access(self, keyPath: \.loadError)
+    return state.withLock { $0.status == .failed ? $0.error : nil }
+  }
+
+  /// The content of the last successful attempt. It stays readable during a refresh and after a
+  /// failed one. Observable.
+  public var content: Content? {
+    registrar.access(self, keyPath: \.content)
+    return state.withLock { $0.content }
+  }
+
+  /// Status, content and error read together, in one step.
+  public var snapshot: LoadSnapshot<Content> {
+    registrar.access(self, keyPath: \.loadStatus)
+    registrar.access(self, keyPath: \.content)
+    return state.withLock { $0.snapshot }
+  }
+
+  /// Whether there is usable content. The default is `content != nil`; override it to add
+  /// conditions (an empty list, an expired token).
+  open var isContentAvailable: Bool { content != nil }
+
+  /// Whether ``syncIfNeeded()`` and ``fetchIfNeeded()`` should start an attempt.
+  ///
+  /// The default is `true` when the content is not available, the status is ``LoadStatus/failed``
+  /// or ``LoadStatus/notLoaded``, or the content is stale because a parent's content changed.
+  open var needsSync: Bool {
+    let available = isContentAvailable
+    let (status, stale) = state.withLock { ($0.status, $0.isStale) }
+    return !available || status == .failed || status == .notLoaded || stale
+  }
+
+  // MARK: - ArcGIS-style loading
+
+  /// Loads the resource, joining an attempt in progress.
+  ///
+  /// Returns at once when loaded; throws the stored error at once when failed (use
+  /// ``retryLoad()`` to try again). Cancelling the calling task makes this call throw
+  /// `CancellationError` at once, while the shared attempt goes on for the other callers.
+  @inlinable
+  nonisolated(nonsending) public final func load() async throws {
+    if statusMirror.load(ordering: .acquiring) == LoadStatus.loaded.code { return }
+    _ = try await request(.load)
+  }
+
+  /// Loads the resource, starting a new attempt when it failed.
+  ///
+  /// On a loaded resource this returns at once without reloading; use ``fetch()`` to refresh.
+  @inlinable
+  nonisolated(nonsending) public final func retryLoad() async throws {
+    if statusMirror.load(ordering: .acquiring) == LoadStatus.loaded.code { return }
+    _ = try await request(.retry)
+  }
+
+  /// Cancels the running attempt.
+  ///
+  /// The loadable fails with `CancellationError`, every caller waiting for it throws
+  /// `CancellationError`, and the task running ``performLoad()`` is cancelled. A result that
+  /// arrives afterwards is dropped. Required dependencies whose attempts this attempt started and
+  /// that nobody else wants are cancelled too, and go back to their state before the attempt.
+  /// Does nothing when no attempt is running.
+  public final func cancelLoad() {
+    let effects = withState { $0.cancel() }
+    perform(effects)
+  }
+
+  /// Calls `completion` once the resource has loaded or failed, as ``load()`` does.
+  ///
+  /// When the answer is already known, `completion` runs before this method returns; otherwise it
+  /// runs later, on the task that ran the attempt, never under a lock.
+  public final func load(completion: @escaping @Sendable ((any Error)?) -> Void) {
+    submit(.load, completion: completion)
+  }
+
+  /// Calls `completion` once the resource has loaded or failed, as ``retryLoad()`` does.
+  public final func retryLoad(completion: @escaping @Sendable ((any Error)?) -> Void) {
+    submit(.retry, completion: completion)
+  }
+
+  // MARK: - MMMLoadable-style syncing
+
+  /// Starts an attempt unless one is running; on a loaded resource it starts a refresh that keeps
+  /// the old content readable. Does not wait.
+  public final func sync() {
+    submit(.sync, completion: nil)
+  }
+
+  /// Like ``sync()``, but a loaded resource refreshes only when ``needsSync`` is `true`.
+  public final func syncIfNeeded() {
+    submit(.syncIfNeeded, completion: nil)
+  }
+
+  /// Loads or refreshes the resource and returns its content.
+  ///
+  /// Joins a running attempt; otherwise starts one, refreshing loaded content.
+  /// - Throws: the attempt's error, `CancellationError`, or ``LoadableError/noContent`` when the
+  ///   attempt succeeded but ``isContentAvailable`` is `false`.
+  nonisolated(nonsending) public final func fetch() async throws -> Content {
+    try checkedContent(try await request(.fetch))
+  }
+
+  /// Returns the content at once when ``needsSync`` is `false`; otherwise loads it as
+  /// ``fetch()`` does.
+  nonisolated(nonsending) public final func fetchIfNeeded() async throws -> Content {
+    try checkedContent(try await request(.fetchIfNeeded))
+  }
+
+  func checkedContent(_ content: Content?) throws -> Content {
+    guard let content, isContentAvailable else { throw LoadableError.noContent }
+    return content
+  }
+
+  // MARK: - The request path
+
+  /// Performs `request` and returns the content it ended with (`nil` when there is none).
+  @usableFromInline
+  nonisolated(nonsending) final func request(_ request: LoadRequest) async throws -> Content? {
+    let needsSync = request.asksNeedsSync ? self.needsSync : false
+    if let answer = withState({ $0.immediate(request, needsSync: needsSync) }) {
+      return try answer.get()
+    }
+    let context = AttemptContext.current
+    let waiterID = nextWaiterID()
+    let edge = try context.map { try WaitGraph.enter(from: $0.owner, to: self) }
+    defer { if let edge { WaitGraph.leave(edge) } }
+    return try await withTaskCancellationHandler {
+      try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Content?, any Error>) in
+        let (decision, event) = withState {
+          $0.decide(
+            request, needsSync: needsSync, waiter: (waiterID, .task(continuation)),
+            byDependent: context != nil, callerCancelled: Task.isCancelled)
+        }
+        switch decision {
+        case .content(let content): continuation.resume(returning: content)
+        case .failure(let error): continuation.resume(throwing: error)
+        case .joined, .none: break
+        case .started(let attempt): launch(attempt)
+        }
+        deliver(event, contentChanged: false)
+      }
+    } onCancel: {
+      perform(withState { $0.removeWaiter(waiterID) })
+    }
+  }
+
+  /// The non-async requests: completion handlers and fire-and-forget syncs.
+  final func submit(_ request: LoadRequest, completion: LoadStateMachine<Content>.Completion?) {
+    let needsSync = request.asksNeedsSync ? self.needsSync : false
+    let waiter = completion.map { (nextWaiterID(), LoadStateMachine<Content>.Waiter.completion($0)) }
+    let (decision, event) = withState {
+      $0.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
+    }
+    switch decision {
+    case .content: completion?(nil)
+    case .failure(let error): completion?(error)
+    case .joined, .none: break
+    case .started(let attempt): launch(attempt)
+    }
+    deliver(event, contentChanged: false)
+  }
+
+  /// Starts the task of a new attempt. The task keeps the loadable alive until it ends.
+  final func launch(_ attempt: LoadStateMachine<Content>.Attempt) {
+    let task = Task {
+      await withUnsafeContinuation { continuation in
+        if self.state.withLock({ $0.enterGate(continuation) }) { continuation.resume() }
+      }
+      // An attempt cancelled while it waited for the gate does not run at all.
+      let result: Result<Content, any Error> =
+        if self.state.withLock({ $0.attempt === attempt }) {
+          await self.runAttempt(attempt.intent)
+        } else {
+          .failure(CancellationError())
+        }
+      let (effects, next) = self.withState { state in
+        (state.finish(attempt, with: result, now: .now), state.leaveGate())
+      }
+      next?.resume()
+      self.perform(effects)
+    }
+    if withState({ $0.attach(task, to: attempt) }) { task.cancel() }
+  }
+
+  /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
+  /// visible to ``loadDependency(_:)``.
+  final func runAttempt(_ intent: LoadIntent) async -> Result<Content, any Error> {
+    let context = AttemptContext(owner: self, intent: intent)
+    return await AttemptContext.$current.withValue(context) {
+      do {
+        try await loadDeclaredDependencies(in: context)
+        return .success(try await runPerformLoad())
+      } catch {
+        return .failure(error)
+      }
+    }
+  }
+
+  /// Runs ``performLoad()`` under the loadable's retry policy and timeout.
+  func runPerformLoad() async throws -> Content {
+    try await performLoad()
+  }
+
+  // MARK: - Effects
+
+  @usableFromInline
+  final func withState<R>(_ body: (inout LoadStateMachine<Content>) -> R) -> R {
+    state.withLock { state in
+      let result = body(&state)
+      statusMirror.store(state.status.code, ordering: .releasing)
+      return result
+    }
+  }
+
+  final func perform(_ effects: LoadStateMachine<Content>.Effects) {
+    effects.cancelTask?.cancel()
+    for (_, waiter) in effects.waiters {
+      waiter.resume(with: effects.result)
+    }
+    deliver(effects.event, contentChanged: effects.changedContent)
+    if effects.changedContent, case .success(let content?) = effects.result {
+      contentDidChange(content)
+    }
+  }
+
+  /// Called after a successful attempt set new content; derived loadables hook in here.
+  func contentDidChange(_ content: Content) {}
+
+  /// Notifies observers of a status change, outside the lock.
+  final func deliver(_ event: LoadStateMachine<Content>.StatusEvent?, contentChanged: Bool) {
+    guard let event else {
+      if contentChanged { registrar.withMutation(of: self, keyPath: \.content) {} }
+      return
+    }
+    registrar.withMutation(of: self, keyPath: \.loadStatus) {}
+    if contentChanged || event.status == .loaded { registrar.withMutation(of: self, keyPath: \.content) {} }
+    registrar.withMutation(of: self, keyPath: \.loadError) {}
+    if event.startDelivery { drainObservers() }
+  }
+
+  final func drainObservers() {
+    while let batch = state.withLock({ $0.observers.takeBatch() }) {
+      for (id, handler, status) in batch where state.withLock({ $0.observers.entries[id] != nil }) {
+        handler(status)
+      }
+    }
+  }
+}
+
+// MARK: - Observation
+
+extension AsyncLoadable {
+  /// An asynchronous sequence of statuses: the current one first, then every change, in order.
+  ///
+  /// Each access makes a new stream with an unbounded buffer. The stream ends when the loadable
+  /// is deallocated; ending the iteration removes the observer.
+  public var loadStatusUpdates: AsyncStream<LoadStatus> {
+    let (stream, continuation) = AsyncStream.makeStream(of: LoadStatus.self, bufferingPolicy: .unbounded)
+    let id = addObserver({ continuation.yield($0) }, onEnd: { continuation.finish() })
+    continuation.onTermination = { [weak self] _ in self?.removeObserver(id) }
+    return stream
+  }
+
+  /// Calls `handler` with the current status, then with every change, in order, one call at a
+  /// time, never under the loadable's lock.
+  ///
+  /// The handler may call back into the loadable. Observation ends when the returned
+  /// ``LoadObservation`` is cancelled or deallocated; a call already under way may still finish.
+  public func observeLoadStatus(_ handler: @escaping @Sendable (LoadStatus) -> Void) -> LoadObservation {
+    let id = addObserver(handler, onEnd: nil)
+    return LoadObservation { [weak self] in self?.removeObserver(id) }
+  }
+
+  final func addObserver(_ handler: @escaping ObserverRegistry.Handler, onEnd: (@Sendable () -> Void)?) -> UInt64 {
+    let (id, drain) = state.withLock { state in
+      let current = state.status
+      return state.observers.add(.init(handler: handler, onEnd: onEnd), current: current)
+    }
+    if drain { drainObservers() }
+    return id
+  }
+
+  final func removeObserver(_ id: UInt64) {
+    let removed = state.withLock { $0.observers.entries.removeValue(forKey: id) }
+    removed?.onEnd?()
+  }
+}
+
+/// A token for a status observer registered with ``AsyncLoadable/observeLoadStatus(_:)``.
+///
+/// The observer ends when you call ``cancel()`` or when the token is deallocated.
+public final class LoadObservation: Sendable {
+  private let onCancel: Mutex<(@Sendable () -> Void)?>
+
+  init(_ onCancel: @escaping @Sendable () -> Void) {
+    self.onCancel = Mutex(onCancel)
+  }
+
+  /// Ends the observation. Calling it again does nothing.
+  public func cancel() {
+    let action = onCancel.withLock { action in
+      defer { action = nil }
+      return action
+    }
+    action?()
+  }
+
+  deinit { cancel() }
+}
+
+let waiterIDs = Atomic<UInt64>(0)
+
+@usableFromInline
+func nextWaiterID() -> UInt64 {
+  waiterIDs.wrappingAdd(1, ordering: .relaxed).newValue
+}
+
+extension LoadStatus {
+  @usableFromInline var code: UInt8 {
+    switch self {
+    case .notLoaded: 0
+    case .loading: 1
+    case .loaded: 2
+    case .failed: 3
+    }
+  }
+}

@@ -1,0 +1,397 @@
+/// What a caller asks of a loadable. Each request maps to the ``LoadIntent`` its attempt passes on
+/// to dependencies.
+@usableFromInline
+enum LoadRequest: UInt8, Sendable {
+  case load, retry, fetch, fetchIfNeeded, sync, syncIfNeeded
+
+  /// The intent an attempt started by this request carries down the dependency graph.
+  var intent: LoadIntent {
+    switch self {
+    case .load: .load
+    case .retry: .retry
+    case .fetch, .sync: .refresh
+    case .fetchIfNeeded, .syncIfNeeded: .ifNeeded
+    }
+  }
+
+  /// Fire-and-forget requests register no waiter.
+  var waits: Bool { self != .sync && self != .syncIfNeeded }
+
+  /// Whether the request consults `needsSync`.
+  var asksNeedsSync: Bool { self == .fetchIfNeeded || self == .syncIfNeeded }
+}
+
+/// Why an attempt runs; dependencies are loaded with the same intent (SPEC §2).
+@usableFromInline
+enum LoadIntent: UInt8, Sendable, CustomStringConvertible {
+  case load, retry, refresh, ifNeeded
+
+  /// The request a dependency receives from an attempt with this intent.
+  var dependencyRequest: LoadRequest {
+    switch self {
+    case .load: .load
+    case .retry: .retry
+    case .refresh: .fetch
+    case .ifNeeded: .fetchIfNeeded
+    }
+  }
+
+  @usableFromInline var description: String {
+    switch self {
+    case .load: "load"
+    case .retry: "retry"
+    case .refresh: "refresh"
+    case .ifNeeded: "ifNeeded"
+    }
+  }
+}
+
+/// The status, content and error of a loadable read in one atomic step.
+public struct LoadSnapshot<Content: Sendable>: Sendable {
+  /// The status at the moment of the read.
+  public var status: LoadStatus
+  /// The content at the moment of the read; it survives refreshes and failed refreshes.
+  public var content: Content?
+  /// The error at the moment of the read; non-`nil` exactly when `status == .failed`.
+  public var error: (any Error)?
+}
+
+/// The state of one ``AsyncLoadable``: a plain value, mutated only under the loadable's lock.
+///
+/// Every event is a `mutating` method that changes the state and returns what must be done once
+/// the lock is released (resume waiters, start or cancel a task, notify observers). It never runs
+/// user code and never suspends.
+@usableFromInline
+struct LoadStateMachine<Content: Sendable> {
+  typealias Continuation = UnsafeContinuation<Content?, any Error>
+  typealias Completion = @Sendable ((any Error)?) -> Void
+
+  /// Somebody waiting for the running attempt.
+  enum Waiter {
+    case task(Continuation)
+    case completion(Completion)
+
+    func resume(with result: Result<Content?, any Error>) {
+      switch (self, result) {
+      case (.task(let continuation), _): continuation.resume(with: result)
+      case (.completion(let handler), .success): handler(nil)
+      case (.completion(let handler), .failure(let error)): handler(error)
+      }
+    }
+  }
+
+  /// One running attempt. A class so the idle state stays small and the attempt can be
+  /// identified and compared cheaply.
+  final class Attempt: @unchecked Sendable {  // mutated only under the loadable's lock
+    let id: UInt64
+    let intent: LoadIntent
+    /// Waiters in registration order (resumed in that order).
+    var waiters: [(id: UInt64, waiter: Waiter)] = []
+    /// The task running the attempt; `nil` until the starter stores it.
+    var task: Task<Void, Never>?
+    /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
+    var startedByDependent: Bool
+    /// Somebody other than a dependent's attempt asked for it (a caller, `sync()`, a completion
+    /// handler): a cascading cancel then leaves it running.
+    var wanted: Bool
+    /// What the loadable looked like before this attempt, restored by a cascading cancel.
+    let previousStatus: LoadStatus
+    let previousContent: Content?
+    let previousError: (any Error)?
+    let started = ContinuousClock.now
+    /// The attempt's task has returned (whether or not its result was used).
+    var finished = false
+
+    init(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine) {
+      self.id = id
+      self.intent = intent
+      self.startedByDependent = byDependent
+      self.wanted = !byDependent
+      self.previousStatus = previous.status
+      self.previousContent = previous.content
+      self.previousError = previous.error
+    }
+  }
+
+  var status: LoadStatus
+  var content: Content?
+  var error: (any Error)?
+  /// Set when a parent's content changed under a derived loadable (SPEC §2).
+  var isStale = false
+  var attempt: Attempt?
+  /// An attempt's task holds the gate while it runs, so `performLoad()` never runs twice at once
+  /// even when a cancelled attempt's work ignores cancellation. Tasks wait here in order.
+  var gateBusy = false
+  var gateQueue: [UnsafeContinuation<Void, Never>] = []
+  /// How long the last successful attempt took (for the dependency tree dump).
+  var lastDuration: Duration?
+  var nextID: UInt64 = 0
+  var observers = ObserverRegistry()
+  /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
+  var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
+
+  init(status: LoadStatus, content: Content?, error: (any Error)?) {
+    self.status = status
+    self.content = content
+    self.error = error
+  }
+
+  mutating func makeID() -> UInt64 {
+    nextID &+= 1
+    return nextID
+  }
+
+  var snapshot: LoadSnapshot<Content> { LoadSnapshot(status: status, content: content, error: error) }
+
+  // MARK: - Requests
+
+  /// The outcome of a request, decided under the lock.
+  enum Decision {
+    /// Answer now with this content (which may be `nil` for `load()` on a loadable without one).
+    case content(Content?)
+    /// Throw now.
+    case failure(any Error)
+    /// The waiter joined the running attempt.
+    case joined
+    /// A new attempt was created; the caller must start its task (``AsyncLoadable/launch(_:)``)
+    /// after leaving the lock.
+    case started(Attempt)
+    /// Nothing to do (a fire-and-forget request that found an attempt already running).
+    case none
+  }
+
+  /// Decides a request by the SPEC §1 table.
+  ///
+  /// - Parameters:
+  ///   - needsSync: the value of `needsSync`, read before the lock (it is user code); only used
+  ///     by the if-needed requests.
+  ///   - waiter: who waits, for the requests that wait.
+  ///   - byDependent: the request comes from another loadable's attempt.
+  ///   - callerCancelled: the calling task is already cancelled; it must not wait.
+  mutating func decide(
+    _ request: LoadRequest, needsSync: Bool, waiter: (id: UInt64, waiter: Waiter)?,
+    byDependent: Bool, callerCancelled: Bool
+  ) -> (Decision, StatusEvent?) {
+    switch status {
+    case .loaded:
+      switch request {
+      case .load, .retry: return (.content(content), nil)
+      case .fetchIfNeeded where !needsSync: return (.content(content), nil)
+      case .syncIfNeeded where !needsSync: return (.none, nil)
+      default: break
+      }
+    case .failed:
+      if request == .load { return (.failure(error ?? CancellationError()), nil) }
+    case .loading:
+      guard let attempt else { preconditionFailure("loading without an attempt") }
+      switch request {
+      case .fetchIfNeeded where !needsSync: return (.content(content), nil)
+      case .sync, .syncIfNeeded:
+        attempt.wanted = true
+        return (.none, nil)
+      default:
+        if callerCancelled { return (.failure(CancellationError()), nil) }
+        if !byDependent || waiter.map({ if case .completion = $0.waiter { true } else { false } }) == true {
+          attempt.wanted = true
+        }
+        if let waiter { attempt.waiters.append(waiter) }
+        return (.joined, nil)
+      }
+    case .notLoaded:
+      break
+    }
+    // Start a new attempt.
+    if request.waits && callerCancelled { return (.failure(CancellationError()), nil) }
+    let attempt = Attempt(id: makeID(), intent: request.intent, byDependent: byDependent, previous: self)
+    if let waiter {
+      attempt.waiters.append(waiter)
+      if case .completion = waiter.waiter { attempt.wanted = true }
+    }
+    self.attempt = attempt
+    return (.started(attempt), setStatus(.loading))
+  }
+
+  /// Stores the task of a freshly started attempt. Returns `true` when the attempt was cancelled
+  /// before its task existed, in which case the caller cancels the task.
+  mutating func attach(_ task: Task<Void, Never>, to attempt: Attempt) -> Bool {
+    attempt.task = task
+    return self.attempt !== attempt && !attempt.finished
+  }
+
+  /// Takes the gate, or queues `continuation` for it. Returns `true` when taken at once.
+  mutating func enterGate(_ continuation: UnsafeContinuation<Void, Never>) -> Bool {
+    if gateBusy {
+      gateQueue.append(continuation)
+      return false
+    }
+    gateBusy = true
+    return true
+  }
+
+  /// Hands the gate to the next task in line, if any; that task must be resumed.
+  mutating func leaveGate() -> UnsafeContinuation<Void, Never>? {
+    if gateQueue.isEmpty {
+      gateBusy = false
+      return nil
+    }
+    return gateQueue.removeFirst()
+  }
+
+  /// The answer to a request that needs no waiting and changes nothing, or `nil`.
+  func immediate(_ request: LoadRequest, needsSync: Bool) -> Result<Content?, any Error>? {
+    switch (status, request) {
+    case (.loaded, .load), (.loaded, .retry): .success(content)
+    case (.loaded, .fetchIfNeeded), (.loading, .fetchIfNeeded): needsSync ? nil : .success(content)
+    case (.failed, .load): .failure(error ?? CancellationError())
+    default: nil
+    }
+  }
+
+  // MARK: - Ending an attempt
+
+  /// What to do after an attempt ended, was cancelled, or lost a waiter.
+  struct Effects {
+    var waiters: [(id: UInt64, waiter: Waiter)] = []
+    var result: Result<Content?, any Error> = .success(nil)
+    var event: StatusEvent?
+    var cancelTask: Task<Void, Never>?
+    var changedContent = false
+  }
+
+  /// The attempt `id` returned `result`. A result for an attempt that is no longer current
+  /// (it was cancelled) is dropped.
+  mutating func finish(_ finished: Attempt, with result: Result<Content, any Error>, now: ContinuousClock.Instant) -> Effects {
+    finished.finished = true
+    guard let attempt, attempt === finished else { return Effects() }
+    self.attempt = nil
+    var effects = Effects(waiters: attempt.waiters)
+    switch result {
+    case .success(let value):
+      content = value
+      error = nil
+      isStale = false
+      lastDuration = attempt.started.duration(to: now)
+      effects.result = .success(value)
+      effects.event = setStatus(.loaded)
+      effects.changedContent = true
+    case .failure(let failure):
+      error = failure
+      effects.result = .failure(failure)
+      effects.event = setStatus(.failed)
+    }
+    return effects
+  }
+
+  /// `cancelLoad()`: the running attempt fails with `CancellationError`, with every waiter.
+  mutating func cancel() -> Effects {
+    guard let attempt else { return Effects() }
+    self.attempt = nil
+    let failure = CancellationError()
+    error = failure
+    return Effects(
+      waiters: attempt.waiters, result: .failure(failure), event: setStatus(.failed), cancelTask: attempt.task)
+  }
+
+  /// A waiting caller's task was cancelled: that waiter alone throws `CancellationError`. When the
+  /// attempt was started by a dependent and nobody else is interested any more, the attempt is
+  /// cancelled and the loadable goes back to what it was before the attempt (SPEC §2).
+  mutating func removeWaiter(_ waiterID: UInt64) -> Effects {
+    guard let attempt, let index = attempt.waiters.firstIndex(where: { $0.id == waiterID }) else {
+      return Effects()
+    }
+    let removed = attempt.waiters.remove(at: index)
+    var effects = Effects(waiters: [removed], result: .failure(CancellationError()))
+    if attempt.startedByDependent && !attempt.wanted && attempt.waiters.isEmpty {
+      self.attempt = nil
+      effects.cancelTask = attempt.task
+      content = attempt.previousContent
+      error = attempt.previousError
+      effects.event = setStatus(attempt.previousStatus)
+      effects.changedContent = true
+    }
+    return effects
+  }
+
+  // MARK: - Status changes
+
+  /// A status change to deliver to observers after the lock is released.
+  struct StatusEvent {
+    var status: LoadStatus
+    var startDelivery: Bool
+  }
+
+  mutating func setStatus(_ newStatus: LoadStatus) -> StatusEvent? {
+    let old = status
+    status = newStatus
+    guard old != newStatus else { return nil }
+    let start = observers.enqueueChange(newStatus)
+    return StatusEvent(status: newStatus, startDelivery: start)
+  }
+}
+
+/// The status observers of one loadable and the queue that serializes their notifications.
+///
+/// Changes are queued under the lock in the order they happen; whoever queues into an idle queue
+/// becomes the deliverer and drains it outside the lock, so handlers run one at a time, in order,
+/// and a handler that changes the loadable only queues more work for the same loop.
+struct ObserverRegistry {
+  typealias Handler = @Sendable (LoadStatus) -> Void
+
+  struct Entry {
+    var handler: Handler
+    var onEnd: (@Sendable () -> Void)?
+  }
+
+  enum Recipients {
+    case all(below: UInt64)
+    case one(UInt64)
+  }
+
+  var entries: [UInt64: Entry] = [:]
+  var queue: [(status: LoadStatus, to: Recipients)] = []
+  var delivering = false
+  var nextID: UInt64 = 0
+
+  /// Queues a change for every current observer; returns `true` when the caller must drain.
+  mutating func enqueueChange(_ status: LoadStatus) -> Bool {
+    guard !entries.isEmpty else { return false }
+    queue.append((status, .all(below: nextID &+ 1)))
+    return claimDelivery()
+  }
+
+  /// Adds an observer and queues the current status for it alone.
+  mutating func add(_ entry: Entry, current: LoadStatus) -> (id: UInt64, drain: Bool) {
+    nextID &+= 1
+    entries[nextID] = entry
+    queue.append((current, .one(nextID)))
+    return (nextID, claimDelivery())
+  }
+
+  private mutating func claimDelivery() -> Bool {
+    if delivering { return false }
+    delivering = true
+    return true
+  }
+
+  /// Takes the queued notifications, resolved to handlers, or ends delivery when there are none.
+  mutating func takeBatch() -> [(UInt64, Handler, LoadStatus)]? {
+    if queue.isEmpty {
+      delivering = false
+      return nil
+    }
+    let pending = queue
+    queue.removeAll(keepingCapacity: true)
+    var batch: [(UInt64, Handler, LoadStatus)] = []
+    for (status, recipients) in pending {
+      switch recipients {
+      case .one(let id):
+        if let entry = entries[id] { batch.append((id, entry.handler, status)) }
+      case .all(let limit):
+        for (id, entry) in entries.sorted(by: { $0.key < $1.key }) where id < limit {
+          batch.append((id, entry.handler, status))
+        }
+      }
+    }
+    return batch
+  }
+}

@@ -1,0 +1,59 @@
+/// An error that LoadableKit itself raises.
+///
+/// `LoadableError` is a struct with a stable ``Code`` rather than an enum, so new codes can be
+/// added without breaking the API. Two values are equal when their codes are equal; the
+/// ``message`` only explains the particular occurrence.
+///
+/// ```swift
+/// do {
+///   _ = try await thumbnail.fetch()
+/// } catch let error as LoadableError where error == .noContent {
+///   showPlaceholder()
+/// }
+/// ```
+///
+/// Cancellation is never a `LoadableError`: it is always Swift's `CancellationError`.
+public struct LoadableError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// A stable identifier for a kind of ``LoadableError``.
+  public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    /// An attempt succeeded but its content is not available.
+    public static let noContent = Code(rawValue: "noContent")
+    /// Loading a dependency would wait for itself.
+    public static let dependencyCycle = Code(rawValue: "dependencyCycle")
+    /// An attempt did not finish within its timeout.
+    public static let timedOut = Code(rawValue: "timedOut")
+  }
+
+  /// The stable code of this error; equality and hashing use only the code.
+  public var code: Code
+  /// A human-readable explanation of this occurrence.
+  public var message: String
+
+  /// Creates an error with a code and a message.
+  public init(code: Code, message: String) {
+    self.code = code
+    self.message = message
+  }
+
+  public var description: String { "LoadableError.\(code): \(message)" }
+
+  public static func == (lhs: LoadableError, rhs: LoadableError) -> Bool { lhs.code == rhs.code }
+  public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+  /// The attempt succeeded, but `isContentAvailable` is `false`, so there is no content to return.
+  public static var noContent: LoadableError {
+    LoadableError(code: .noContent, message: "the load succeeded but no content is available")
+  }
+  /// A load waited, directly or through other loadables, for itself.
+  public static var dependencyCycle: LoadableError {
+    LoadableError(code: .dependencyCycle, message: "a loadable depends on itself")
+  }
+  /// An attempt took longer than its timeout and was cancelled.
+  public static var timedOut: LoadableError {
+    LoadableError(code: .timedOut, message: "the load did not finish in time")
+  }
+}

@@ -1,0 +1,153 @@
+import Synchronization
+
+/// A `Clock` whose time moves only when a test says so.
+///
+/// Code under test takes `some Clock<Duration>`; tests pass a `TestClock`, wait until the code is
+/// suspended on it, and move time forward. Nothing sleeps for real.
+///
+/// ```swift
+/// let clock = TestClock()
+/// let task = Task { try await clock.sleep(for: .seconds(5)) }
+/// await clock.waitForSleepers(1)        // the task is now suspended on the clock
+/// await clock.advance(by: .seconds(5))  // and is resumed
+/// try await task.value
+/// ```
+public final class TestClock: Clock, Sendable {
+  /// An instant of a ``TestClock``: the time elapsed since the clock was created.
+  public struct Instant: InstantProtocol, Sendable, Hashable, CustomStringConvertible {
+    /// The time since the clock's start.
+    public var offset: Duration
+    public init(offset: Duration = .zero) { self.offset = offset }
+    public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+    public func duration(to other: Instant) -> Duration { other.offset - offset }
+    public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+    public var description: String { "t+\(offset)" }
+  }
+
+  private struct Sleeper {
+    var id: UInt64
+    var deadline: Instant
+    var continuation: UnsafeContinuation<Void, any Error>
+  }
+
+  private struct State {
+    var now = Instant()
+    var nextID: UInt64 = 0
+    var sleepers: [Sleeper] = []
+    var cancelled: Set<UInt64> = []
+    var countWaiters: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+  }
+
+  private let state = Mutex(State())
+
+  /// Creates a clock at time zero.
+  public init() {}
+
+  /// The current instant; it changes only through ``advance(by:)``, ``advance(to:)`` and ``run()``.
+  public var now: Instant { state.withLock { $0.now } }
+
+  /// `.zero`: a test clock is exact.
+  public var minimumResolution: Duration { .zero }
+
+  /// The number of tasks currently suspended in ``sleep(until:tolerance:)``.
+  public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+  /// The deadlines of the tasks currently sleeping, earliest first.
+  public var pendingDeadlines: [Instant] {
+    state.withLock { $0.sleepers.map(\.deadline).sorted() }
+  }
+
+  /// Suspends until the clock reaches `deadline`, or throws `CancellationError` when the calling
+  /// task is cancelled.
+  public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+    let id = state.withLock { state -> UInt64 in
+      state.nextID += 1
+      return state.nextID
+    }
+    try await withTaskCancellationHandler {
+      try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+        enum Outcome { case wait, ready, cancelled }
+        let (outcome, wake) = state.withLock { state -> (Outcome, [UnsafeContinuation<Void, Never>]) in
+          if state.cancelled.remove(id) != nil || Task.isCancelled { return (.cancelled, []) }
+          if deadline <= state.now { return (.ready, []) }
+          state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+          return (.wait, Self.takeSatisfiedCountWaiters(&state))
+        }
+        for waiter in wake { waiter.resume() }
+        switch outcome {
+        case .wait: break
+        case .ready: continuation.resume()
+        case .cancelled: continuation.resume(throwing: CancellationError())
+        }
+      }
+    } onCancel: {
+      let sleeper = state.withLock { state -> Sleeper? in
+        if let index = state.sleepers.firstIndex(where: { $0.id == id }) {
+          return state.sleepers.remove(at: index)
+        }
+        state.cancelled.insert(id)
+        return nil
+      }
+      sleeper?.continuation.resume(throwing: CancellationError())
+    }
+  }
+
+  /// Waits until at least `count` tasks are sleeping on this clock.
+  ///
+  /// Use it to synchronize with the code under test before moving time, instead of yielding and
+  /// hoping the other task got there.
+  public func waitForSleepers(_ count: Int = 1) async {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let ready = state.withLock { state -> Bool in
+        if state.sleepers.count >= count { return true }
+        state.countWaiters.append((count, continuation))
+        return false
+      }
+      if ready { continuation.resume() }
+    }
+  }
+
+  /// Moves time forward by `duration`, resuming every sleeper whose deadline is reached, earliest
+  /// first.
+  public func advance(by duration: Duration) async {
+    await advance(to: now.advanced(by: duration))
+  }
+
+  /// Moves time forward to `deadline`, resuming every sleeper whose deadline is reached, earliest
+  /// first. Between resumptions it yields so that resumed tasks may sleep again.
+  public func advance(to deadline: Instant) async {
+    while true {
+      let due = state.withLock { state -> Sleeper? in
+        guard let index = state.sleepers.indices.min(by: { state.sleepers[$0].deadline < state.sleepers[$1].deadline }),
+          state.sleepers[index].deadline <= deadline
+        else {
+          if state.now < deadline { state.now = deadline }
+          return nil
+        }
+        let sleeper = state.sleepers.remove(at: index)
+        if state.now < sleeper.deadline { state.now = sleeper.deadline }
+        return sleeper
+      }
+      guard let due else { return }
+      due.continuation.resume()
+      await Task.yield()
+    }
+  }
+
+  /// Advances to each pending deadline in turn until no task is sleeping.
+  public func run() async {
+    while let next = pendingDeadlines.first {
+      await advance(to: next)
+    }
+  }
+
+  private static func takeSatisfiedCountWaiters(_ state: inout State) -> [UnsafeContinuation<Void, Never>] {
+    var ready: [UnsafeContinuation<Void, Never>] = []
+    state.countWaiters.removeAll { waiter in
+      guard state.sleepers.count >= waiter.count else { return false }
+      ready.append(waiter.continuation)
+      return true
+    }
+    return ready
+  }
+}
