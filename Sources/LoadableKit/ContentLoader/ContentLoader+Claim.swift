@@ -38,13 +38,13 @@ extension ContentLoader {
 
     /// Whether the claim has not ended yet.
     public var isActive: Bool {
-      loader.state.withLock { $0.isActive(entry, claimID: id) }
+      loader.withState { $0.isActive(entry, claimID: id) }
     }
 
     /// The key's current snapshot. After the claim has ended: the key's current snapshot if the
     /// loader still holds it, otherwise a ``LoadStatus/notLoaded`` one.
     public var snapshot: Snapshot {
-      loader.state.withLock { $0.snapshot(of: entry, claimID: id) }
+      loader.withState { $0.snapshot(of: entry, claimID: id) }
     }
 
     /// The key's snapshots: the current one first, then one for every change, in order, until
@@ -64,13 +64,13 @@ extension ContentLoader {
       let (stream, continuation) = AsyncStream.makeStream(of: Snapshot.self, bufferingPolicy: .unbounded)
       let entry = entry
       let claimID = id
-      let added = loader.state.withLock { $0.addSink(.stream(continuation), to: entry, claimID: claimID) }
+      let added = loader.withState { $0.addSink(.stream(continuation), to: entry, claimID: claimID) }
       guard let (sinkID, effects) = added else {
         continuation.finish()
         return stream
       }
       continuation.onTermination = { [weak loader] _ in
-        loader?.state.withLock { $0.removeSink(sinkID, from: entry, claimID: claimID) }
+        loader?.withState { $0.removeSink(sinkID, from: entry, claimID: claimID) }
       }
       loader.perform(effects)
       return stream

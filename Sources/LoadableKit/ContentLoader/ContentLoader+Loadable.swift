@@ -24,9 +24,9 @@ extension ContentLoader {
   ///
   /// - Complexity: O(1).
   public func loadable(for key: Key) -> AsyncLoadable<Value> {
-    if let existing = state.withLock({ $0.liveLoadable(for: key) }) { return existing }
+    if let existing = withState({ $0.liveLoadable(for: key) }) { return existing }
     let fresh = KeyedLoadable(loader: self, key: key)
-    let (loadable, effects) = state.withLock { $0.register(fresh) }
+    let (loadable, effects) = withState { $0.register(fresh) }
     perform(effects)
     return loadable
   }
@@ -44,7 +44,7 @@ extension ContentLoader {
 
     deinit {
       let id = ObjectIdentifier(self)
-      loader.state.withLock { $0.unregister(key, id: id) }
+      loader.withState { $0.unregister(key, id: id) }
     }
 
     override func performLoad() async throws -> Value {
@@ -63,7 +63,7 @@ extension ContentLoader {
         while true {
           let isCancelled = Task.isCancelled
           let now = currentTime()
-          let arrival = state.withLock {
+          let arrival = withState {
             $0.arrive(
               key, loadable: id, waiterID: waiterID, continuation: continuation, isCancelled: isCancelled,
               prior: prior, now: now)
@@ -79,7 +79,7 @@ extension ContentLoader {
       }
     } onCancel: {
       let now = currentTime()
-      perform(state.withLock { $0.cancelWaiter(key, waiterID: waiterID, now: now) })
+      perform(withState { $0.cancelWaiter(key, waiterID: waiterID, now: now) })
     }
     return try result.get()
   }
@@ -95,12 +95,12 @@ extension ContentLoader {
       return
     }
     let id = ObjectIdentifier(loadable)
-    guard state.withLock({ $0.claimDriver(loadable.key, id: id) }) else { return }
+    guard withState({ $0.claimDriver(loadable.key, id: id) }) else { return }
     Task.detached { [self] in
       while loadable.loadStatus == .loading {
         try? await loadable.load()
       }
-      if state.withLock({ $0.releaseDriver(loadable.key, id: id) }) {
+      if withState({ $0.releaseDriver(loadable.key, id: id) }) {
         poke(loadable)
       }
     }

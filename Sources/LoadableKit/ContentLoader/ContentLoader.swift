@@ -95,7 +95,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
 
   deinit {
     // No claim and no keyed loadable is left (each holds the loader), so nothing waits on us.
-    perform(state.withLock { $0.shutdown() })
+    perform(withState { $0.shutdown() })
   }
 
   // MARK: - Claims
@@ -129,7 +129,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   func begin(_ key: Key, sink: StateMachine.Sink?) -> Claim {
     var prior = StateMachine.PriorLookup.notFetched
     while true {
-      switch state.withLock({ $0.begin(key, sink: sink, prior: prior) }) {
+      switch withState({ $0.begin(key, sink: sink, prior: prior) }) {
       case .needsPrior:
         prior = .fetched(existingValue(key))
       case .begun(let entry, let claimID, let effects):
@@ -141,21 +141,21 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
 
   func end(_ entry: StateMachine.Entry, claimID: UInt64) {
     let now = currentTime()
-    perform(state.withLock { $0.end(entry, claimID: claimID, now: now) })
+    perform(withState { $0.end(entry, claimID: claimID, now: now) })
   }
 
   // MARK: - Reading and refreshing
 
   /// The key's current snapshot, or `nil` when the loader holds no entry for it.
   public func snapshot(for key: Key) -> Snapshot? {
-    state.withLock { $0.snapshot(for: key) }
+    withState { $0.snapshot(for: key) }
   }
 
   /// The number of entries the loader holds: claimed, loading and idle.
   ///
   /// Claimed and loading entries are never evicted; idle ones are bounded by `maximumIdleCount`.
   public var count: Int {
-    state.withLock { $0.count }
+    withState { $0.count }
   }
 
   /// Marks `key`'s value out of date.
@@ -166,14 +166,14 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// newer wins. (At most two loads of a key run at once: a third refresh cancels the oldest.)
   /// An idle entry loads again at its next first claim. Does nothing for a key without an entry.
   public func refresh(_ key: Key) {
-    perform(state.withLock { $0.refresh(key) })
+    perform(withState { $0.refresh(key) })
   }
 
   /// ``refresh(_:)`` for every key the loader holds.
   ///
   /// - Complexity: O(n) in the number of entries.
   public func refreshAll() {
-    perform(state.withLock { $0.refreshAll() })
+    perform(withState { $0.refreshAll() })
   }
 
   // MARK: - Observing
@@ -184,8 +184,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// The stream finishes when the loader is deallocated; ending the iteration unregisters it.
   public var events: AsyncStream<Event> {
     let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
-    if let id = state.withLock({ $0.addEventSink(continuation) }) {
-      continuation.onTermination = { [weak self] _ in self?.state.withLock { $0.removeEventSink(id) } }
+    if let id = withState({ $0.addEventSink(continuation) }) {
+      continuation.onTermination = { [weak self] _ in self?.withState { $0.removeEventSink(id) } }
     } else {
       continuation.finish()
     }
@@ -193,6 +193,11 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   }
 
   // MARK: - Effects
+
+  /// Runs `body` on the state under the lock (made visible to ThreadSanitizer).
+  func withState<Result>(_ body: (inout sending StateMachine) -> sending Result) -> sending Result {
+    state.withLock(owner: self, body)
+  }
 
   /// The time for the idle list, read before taking the lock; only needed with an idle timeout.
   func currentTime() -> Duration {
@@ -214,7 +219,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// Delivers queued notifications until the queue is empty. Only one caller delivers at a time
   /// (the one whose change found the queue idle), so every observer sees changes in order.
   func drain() {
-    while let batch = state.withLock({ $0.takeOutbox() }) {
+    while let batch = withState({ $0.takeOutbox() }) {
       for delivery in batch {
         switch delivery {
         case .snapshot(.stream(let continuation), let snapshot):
@@ -248,9 +253,9 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       }
       guard let self else { return }
       let now = self.currentTime()
-      self.perform(self.state.withLock { $0.finish(entry, load: id, with: result, now: now) })
+      self.perform(self.withState { $0.finish(entry, load: id, with: result, now: now) })
     }
-    if state.withLock({ $0.attach(task, toLoad: id, of: entry) }) { task.cancel() }
+    if withState({ $0.attach(task, toLoad: id, of: entry) }) { task.cancel() }
   }
 
   func launchGraceTimer(_ timer: StateMachine.StartTimer) {
@@ -262,9 +267,9 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       do { try await timeline.sleepUntil(deadline) } catch { return }
       guard let self else { return }
       let now = self.currentTime()
-      self.perform(self.state.withLock { $0.graceExpired(entry, id: id, now: now) })
+      self.perform(self.withState { $0.graceExpired(entry, id: id, now: now) })
     }
-    if state.withLock({ $0.attachTimer(task, to: entry, id: id) }) { task.cancel() }
+    if withState({ $0.attachTimer(task, to: entry, id: id) }) { task.cancel() }
   }
 
   /// One task evicts entries by idle time: the idle list is ordered by the time each entry went
@@ -279,12 +284,12 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
         deadline = next
       }
     }
-    if state.withLock({ $0.attachSweeper(task) }) { task.cancel() }
+    if withState({ $0.attachSweeper(task) }) { task.cancel() }
   }
 
   private static func sweep(_ loader: ContentLoader?, now: Duration) -> Duration? {
     guard let loader else { return nil }
-    let (next, effects) = loader.state.withLock { $0.sweep(now: now) }
+    let (next, effects) = loader.withState { $0.sweep(now: now) }
     loader.perform(effects)
     return next
   }
