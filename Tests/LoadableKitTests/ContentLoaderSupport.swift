@@ -1,5 +1,7 @@
 import LoadableKit
+import LoadableKitTesting
 import Synchronization
+import Testing
 
 typealias Loader = ContentLoader<Int, String, Int>
 
@@ -32,7 +34,7 @@ final class KeyedSource: Sendable {
     var nextID: UInt64 = 0
     var pending: [Pending] = []
     var cancelledEarly: Set<UInt64> = []
-    var waiters: [(condition: @Sendable (Stats) -> Bool, continuation: UnsafeContinuation<Void, Never>)] = []
+    var waiters: [(id: UInt64, condition: @Sendable (Stats) -> Bool, continuation: UnsafeContinuation<Void, Never>)] = []
 
     mutating func readyWaiters() -> [UnsafeContinuation<Void, Never>] {
       var ready: [UnsafeContinuation<Void, Never>] = []
@@ -58,15 +60,31 @@ final class KeyedSource: Sendable {
   var stats: Stats { state.withLock(owner: self) { $0.stats } }
 
   /// Waits until `condition` holds for the source's counters; checked at every change, no polling.
-  func waitUntil(_ condition: @escaping @Sendable (Stats) -> Bool) async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let ready = state.withLock(owner: self) { state -> Bool in
-        if condition(state.stats) { return true }
-        state.waiters.append((condition, continuation))
-        return false
-      }
-      if ready { continuation.resume() }
+  /// A cancelled wait (the test's time limit) records an issue and returns.
+  func waitUntil(
+    _ condition: @escaping @Sendable (Stats) -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+  ) async {
+    let id = state.withLock(owner: self) { state -> UInt64 in
+      state.nextID += 1
+      return state.nextID
     }
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        let ready = state.withLock(owner: self) { state -> Bool in
+          if condition(state.stats) || Task.isCancelled { return true }
+          state.waiters.append((id, condition, continuation))
+          return false
+        }
+        if ready { continuation.resume() }
+      }
+    } onCancel: {
+      let waiter = state.withLock(owner: self) { state -> UnsafeContinuation<Void, Never>? in
+        guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+        return state.waiters.remove(at: index).continuation
+      }
+      waiter?.resume()
+    }
+    if Task.isCancelled { Issue.record("cancelled while waiting for the source", sourceLocation: sourceLocation) }
   }
 
   func waitForStarts(_ count: Int) async {
@@ -194,4 +212,60 @@ func makeLoader(
   Loader(
     gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: maximumIdleCount, clock: clock,
     existingValue: prior, load: { try await source.load($0) })
+}
+
+/// Runs `operation`, which does not observe cancellation (such as `TestClock.waitForSleepers`),
+/// so that cancelling the caller — the test's time limit — ends the wait with an issue instead of
+/// hanging the test run.
+func cancellable(
+  _ operation: @escaping @Sendable () async -> Void, sourceLocation: SourceLocation = #_sourceLocation
+) async {
+  let once = ResumeOnce()
+  await withTaskCancellationHandler {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      once.set(continuation)
+      if Task.isCancelled { once.resume() }
+      Task {
+        await operation()
+        once.resume()
+      }
+    }
+  } onCancel: {
+    once.resume()
+  }
+  if Task.isCancelled { Issue.record("cancelled while waiting", sourceLocation: sourceLocation) }
+}
+
+/// A continuation resumed by whichever comes first.
+private final class ResumeOnce: Sendable {
+  private let slot = Mutex<UnsafeContinuation<Void, Never>?>(nil)
+
+  func set(_ continuation: UnsafeContinuation<Void, Never>) {
+    slot.withLock(owner: self) { $0 = continuation }
+  }
+
+  func resume() {
+    let continuation = slot.withLock(owner: self) { slot in
+      defer { slot = nil }
+      return slot
+    }
+    continuation?.resume()
+  }
+}
+
+extension TestClock {
+  /// `waitForSleepers(_:)` that a test's time limit can end.
+  func sleepers(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
+    await cancellable({ await self.waitForSleepers(count) }, sourceLocation: sourceLocation)
+  }
+}
+
+extension Task where Failure == any Error {
+  /// `value`, but cancelling the caller — the test's time limit — cancels the task too, so a
+  /// wait that never ends fails the test instead of hanging the run.
+  var outcome: Success {
+    get async throws {
+      try await withTaskCancellationHandler { try await value } onCancel: { cancel() }
+    }
+  }
 }

@@ -11,7 +11,7 @@ private func snap(
 
 private func event(_ event: Loader.Event) -> String { "\(event)" }
 
-@Suite("ContentLoader", .timeLimit(.minutes(2)))
+@Suite("ContentLoader", .timeLimit(.minutes(1)))
 struct ContentLoaderTests {
   // MARK: - What RAContentLoader did
 
@@ -275,7 +275,7 @@ struct ContentLoaderTests {
     await events.skip(until: event(.loaded(1, "one", 1)))
     one.end()
 
-    await clock.waitForSleepers(1)  // the sweeper, waiting for t+10
+    await clock.sleepers(1)  // the sweeper, waiting for t+10
     await clock.advance(by: .seconds(9))
     #expect(clock.sleeperCount == 1 && loader.count == 1)
     loader.begin(2).end()  // idle since t+9
@@ -283,7 +283,7 @@ struct ContentLoaderTests {
 
     await clock.advance(by: .seconds(1))
     #expect(await events.next() == event(.evicted(1)))
-    await clock.waitForSleepers(1)  // the sweeper again, now for t+19
+    await clock.sleepers(1)  // the sweeper again, now for t+19
     #expect(loader.count == 1)
     await clock.advance(by: .seconds(9))
     #expect(await events.next() == event(.evicted(2)))
@@ -363,7 +363,7 @@ struct ContentLoaderTests {
     source.resolve(1, "second", version: 2, newest: true)
     #expect(await updates.next(2) == [snap(1, .loading), snap(1, .loaded, "second", 2)])
     claim.end()
-    await clock.waitForSleepers(1)  // the grace timer, for the superseded load
+    await clock.sleepers(1)  // the grace timer, for the superseded load
     source.resolve(1, "first", version: 1)
     #expect(
       await events.next(3) == [event(.loading(1)), event(.loaded(1, "second", 2)), event(.evicted(1))])
@@ -410,7 +410,7 @@ struct ContentLoaderTests {
     let loader = makeLoader(source, gracePeriod: .seconds(5), clock: clock)
     var events = Reader(loader.events)
     loader.begin(1).end()
-    await clock.waitForSleepers(1)
+    await clock.sleepers(1)
     #expect(loader.snapshot(for: 1)?.status == .loading)
 
     let claim = loader.begin(1)  // a reused cell: the timer is cancelled, the load goes on
@@ -424,7 +424,7 @@ struct ContentLoaderTests {
     claim.end()
 
     loader.begin(2).end()
-    await clock.waitForSleepers(1)
+    await clock.sleepers(1)
     await clock.advance(by: .seconds(4))
     #expect(clock.sleeperCount == 1 && loader.snapshot(for: 2)?.status == .loading)
     await clock.advance(by: .seconds(1))
@@ -532,7 +532,7 @@ struct ContentLoaderTests {
     loader.begin(1).end()
     #expect(loader.snapshot(for: 1)?.status == .loading)
     source.resolve(1, "one", version: 1)
-    #expect(try await fetch.value == "one")
+    #expect(try await fetch.outcome == "one")
     #expect(source.stats.cancelled == 0)
     #expect(try await loadable.fetchIfNeeded() == "one")
     #expect(source.stats.started == 1)
@@ -548,14 +548,14 @@ struct ContentLoaderTests {
     await source.waitForStarts(1)
     let load = Task { try await loadable.load() }
     claim.end()
-    await #expect(throws: CancellationError.self) { try await load.value }
+    await #expect(throws: CancellationError.self) { try await load.outcome }
     #expect(await statuses.next() == "failed")
     #expect(loader.snapshot(for: 1)?.status == .notLoaded)
     // retryLoad starts a load of its own.
     let retry = Task { try await loadable.retryLoad() }
     await source.waitUntil { $0.started == 2 && $0.pending == 1 }
     source.resolve(1, "one", version: 1)
-    try await retry.value
+    try await retry.outcome
     #expect(loadable.content == "one")
   }
 
@@ -567,7 +567,7 @@ struct ContentLoaderTests {
     let load = Task { try await loadable.load() }
     await source.waitForStarts(1)
     loadable.cancelLoad()
-    await #expect(throws: CancellationError.self) { try await load.value }
+    await #expect(throws: CancellationError.self) { try await load.outcome }
     #expect(await events.next(2) == [event(.loading(1)), event(.cancelled(1))])
     await source.waitUntil { $0.cancelled == 1 }
   }
@@ -581,7 +581,7 @@ struct ContentLoaderTests {
     let first = Task { try await loadable.fetch() }
     await source.waitForStarts(1)
     source.resolve(1, "one", version: 1)
-    #expect(try await first.value == "one")
+    #expect(try await first.outcome == "one")
     #expect(await events.next(3) == [event(.loading(1)), event(.loaded(1, "one", 1)), event(.evicted(1))])
     #expect(loader.count == 0)
     #expect(loader.loadable(for: 1) === loadable)
@@ -589,7 +589,7 @@ struct ContentLoaderTests {
     let second = Task { try await loadable.fetch() }
     await source.waitForStarts(2)
     source.resolve(1, "two", version: 2)
-    #expect(try await second.value == "two")
+    #expect(try await second.outcome == "two")
     #expect(await events.next(3) == [event(.loading(1)), event(.loaded(1, "two", 2)), event(.evicted(1))])
   }
 
