@@ -458,6 +458,43 @@ struct ContentLoaderTests {
     #expect(source.stats.started == 2)
   }
 
+  @Test func aLoadThatPredatesARefreshDoesNotMakeTheKeyFresh() async {
+    let source = KeyedSource()
+    let clock = TestClock()
+    let loader = makeLoader(source, gracePeriod: .seconds(5), clock: clock)
+    var events = Reader(loader.events)
+    loader.begin(1).end()
+    await clock.sleepers(1)  // the load goes on for the grace period
+    await source.waitForStarts(1)
+    loader.refresh(1)  // nobody is interested: nothing starts, the key is marked stale
+    source.resolve(1, "old", version: 1)
+    #expect(await events.next(2) == [event(.loading(1)), event(.loaded(1, "old", 1))])
+
+    let claim = loader.begin(1)  // the value predates the refresh: load again
+    #expect(await events.next() == event(.loadingWithPriorValue(1, "old", 1)))
+    await source.waitForStarts(2)
+    source.resolve(1, "new", version: 2)
+    #expect(await events.next() == event(.loaded(1, "new", 2)))
+    claim.end()
+  }
+
+  @Test func evictionReleasesTheValueEvenWhileAnEndedClaimIsHeld() async throws {
+    let control = ControlledLoad<Tracked>()
+    let released = Counter()
+    let loader = ContentLoader<Int, Tracked, Int>(maximumIdleCount: 0) { _ in
+      (try await control.operation(), 1)
+    }
+    let claim = loader.begin(1)
+    var updates = Reader(claim.updates)
+    await control.waitForStart()
+    control.resolve(Tracked(released))
+    await updates.skip(until: "Snapshot(1: loaded, value: tracked, version: 1)")
+    claim.end()  // evicted at once: no idle entries are kept
+    #expect(loader.count == 0)
+    #expect(released.count == 1)
+    #expect(claim.snapshot.status == .notLoaded)
+  }
+
   // MARK: - Observing
 
   @Test func anEndedClaimStopsDelivering() async {
@@ -660,4 +697,12 @@ struct ContentLoaderTests {
     #expect(source.stats.started == 1 && source.stats.cancelled == 0)
     anchor.end()
   }
+}
+
+/// A value that counts its deallocation.
+final class Tracked: Sendable, CustomStringConvertible {
+  let released: Counter
+  init(_ released: Counter) { self.released = released }
+  deinit { released.increment() }
+  var description: String { "tracked" }
 }

@@ -89,6 +89,9 @@ struct ContentLoaderStateMachine<Key: Hashable & Sendable, Value: Sendable, Vers
     var error: (any Error)?
     /// `refresh` asked for a new value; the next first claim loads even when `status == .loaded`.
     var isStale = false
+    /// The last ID issued when `refresh` was called: only a load with a larger ID started after
+    /// it, and only such a load's success clears `isStale`.
+    var staleAsOf: UInt64 = 0
     /// What a cancelled load goes back to.
     var statusBeforeLoad: LoadStatus = .notLoaded
     var errorBeforeLoad: (any Error)?
@@ -328,7 +331,7 @@ struct ContentLoaderStateMachine<Key: Hashable & Sendable, Value: Sendable, Vers
     var effects = Effects()
     if entry.current?.id == id {
       entry.current = nil
-      finishCurrent(entry, result, &effects)
+      finishCurrent(entry, load: id, result, &effects)
     } else if entry.superseded?.id == id {
       entry.superseded = nil
       if case .success(let loaded) = result, accept(loaded, into: entry, &effects) {
@@ -343,14 +346,14 @@ struct ContentLoaderStateMachine<Key: Hashable & Sendable, Value: Sendable, Vers
     return effects
   }
 
-  private mutating func finishCurrent(_ entry: Entry, _ result: LoadResult, _ effects: inout Effects) {
+  private mutating func finishCurrent(_ entry: Entry, load id: UInt64, _ result: LoadResult, _ effects: inout Effects) {
     let outcome: Result<Value, any Error>
     switch result {
     case .success(let loaded):
       _ = accept(loaded, into: entry, &effects)
       entry.status = .loaded
       entry.error = nil
-      entry.isStale = false
+      if id > entry.staleAsOf { entry.isStale = false }
       outcome = .success(entry.value!)
       notifyClaims(entry, &effects)
       emit(.loaded(entry.key, entry.value!, entry.version!), &effects)
@@ -490,9 +493,20 @@ struct ContentLoaderStateMachine<Key: Hashable & Sendable, Value: Sendable, Vers
   private mutating func evict(_ entry: Entry, _ effects: inout Effects) {
     unlinkIdle(entry)
     index.removeValue(forKey: entry.key)
-    entry.isInIndex = false
-    effects.released.append(entry)
+    detach(entry, &effects)
     emit(.evicted(entry.key), &effects)
+  }
+
+  /// Takes `entry` out of use. Its value is released (outside the lock) now rather than when the
+  /// last ended claim that still points at the entry goes away.
+  private func detach(_ entry: Entry, _ effects: inout Effects) {
+    entry.isInIndex = false
+    if let value = entry.value { effects.releasedValues.append(value) }
+    entry.value = nil
+    entry.version = nil
+    entry.error = nil
+    entry.errorBeforeLoad = nil
+    effects.released.append(entry)
   }
 
   /// The sweeper woke: evicts the entries idle for `idleTimeout` or longer. Returns when to wake
@@ -540,6 +554,7 @@ struct ContentLoaderStateMachine<Key: Hashable & Sendable, Value: Sendable, Vers
 
   private mutating func refresh(_ entry: Entry, _ effects: inout Effects) {
     entry.isStale = true
+    entry.staleAsOf = nextID
     if entry.isInterested { startLoad(entry, byLoadable: false, &effects) }
   }
 
@@ -739,8 +754,7 @@ struct ContentLoaderStateMachine<Key: Hashable & Sendable, Value: Sendable, Vers
       resumeWaiters(entry, with: .failure(CancellationError()), &effects)
       entry.older = nil
       entry.newer = nil
-      entry.isInIndex = false
-      effects.released.append(entry)
+      detach(entry, &effects)
     }
     index.removeAll()
     oldestIdle = nil
