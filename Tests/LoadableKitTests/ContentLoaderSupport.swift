@@ -23,10 +23,13 @@ final class KeyedSource: Sendable {
     var startedPerKey: [Int: Int] = [:]
   }
 
+  private typealias Continuation = UnsafeContinuation<(value: String, version: Int), any Error>
+  private typealias Ready = UnsafeContinuation<Void, Never>
+
   private struct Pending {
     var id: UInt64
     var key: Int
-    var continuation: UnsafeContinuation<(value: String, version: Int), any Error>
+    var continuation: Continuation
   }
 
   private struct State {
@@ -34,7 +37,8 @@ final class KeyedSource: Sendable {
     var nextID: UInt64 = 0
     var pending: [Pending] = []
     var cancelledEarly: Set<UInt64> = []
-    var waiters: [(id: UInt64, condition: @Sendable (Stats) -> Bool, continuation: UnsafeContinuation<Void, Never>)] = []
+    typealias Waiter = (id: UInt64, condition: @Sendable (Stats) -> Bool, continuation: UnsafeContinuation<Void, Never>)
+    var waiters: [Waiter] = []
 
     mutating func readyWaiters() -> [UnsafeContinuation<Void, Never>] {
       var ready: [UnsafeContinuation<Void, Never>] = []
@@ -134,8 +138,8 @@ final class KeyedSource: Sendable {
       return ("auto-\(key)-\(id)", Int(id))
     }
     let body = {
-      try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<(value: String, version: Int), any Error>) in
-        let (cancelled, ready) = self.state.withLock(owner: self) { state -> (Bool, [UnsafeContinuation<Void, Never>]) in
+      try await withUnsafeThrowingContinuation { (continuation: Continuation) in
+        let (cancelled, ready) = self.state.withLock(owner: self) { state -> (Bool, [Ready]) in
           state.stats.started += 1
           state.stats.startedPerKey[key, default: 0] += 1
           if state.cancelledEarly.remove(id) != nil {
@@ -265,7 +269,11 @@ extension Task where Failure == any Error {
   /// wait that never ends fails the test instead of hanging the run.
   var outcome: Success {
     get async throws {
-      try await withTaskCancellationHandler { try await value } onCancel: { cancel() }
+      try await withTaskCancellationHandler {
+        try await value
+      } onCancel: {
+        cancel()
+      }
     }
   }
 }

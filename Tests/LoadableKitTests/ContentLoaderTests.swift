@@ -156,7 +156,8 @@ struct ContentLoaderTests {
     await source.waitForStarts(1)
     source.fail(1, Boom(code: 7))
     #expect(
-      await updates.next(2) == [snap(1, .loading, "cached", 1), snap(1, .failed, "cached", 1, error: Boom(code: 7))])
+      await updates.next(2) == [snap(1, .loading, "cached", 1), snap(1, .failed, "cached", 1, error: Boom(code: 7)),
+      ])
     #expect(claim.snapshot.error as? Boom == Boom(code: 7))
 
     // Another claim while failed does not retry; a new first claim does.
@@ -365,8 +366,7 @@ struct ContentLoaderTests {
     claim.end()
     await clock.sleepers(1)  // the grace timer, for the superseded load
     source.resolve(1, "first", version: 1)
-    #expect(
-      await events.next(3) == [event(.loading(1)), event(.loaded(1, "second", 2)), event(.evicted(1))])
+    #expect(await events.next(3) == [event(.loading(1)), event(.loaded(1, "second", 2)), event(.evicted(1))])
   }
 
   @Test func aNewerResultFromASupersededLoadWins() async {

@@ -45,6 +45,7 @@ extension ContentLoader {
 }
 
 extension ContentLoader.Event: CustomStringConvertible {
+  /// The case and its payload, for logs and tests.
   public var description: String {
     switch self {
     case .loading(let key): "loading(\(key))"

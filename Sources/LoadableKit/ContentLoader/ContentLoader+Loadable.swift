@@ -52,7 +52,7 @@ extension ContentLoader {
     }
   }
 
-  /// One attempt of a key's loadable: see ``ContentLoaderStateMachine/arrive(_:loadable:waiterID:continuation:isCancelled:prior:now:)``.
+  /// One attempt of a key's loadable: see `ContentLoaderStateMachine.arrive(…)`.
   func attempt(of loadable: KeyedLoadable) async throws -> Value {
     let key = loadable.key
     let id = ObjectIdentifier(loadable)

@@ -37,6 +37,7 @@ extension ContentLoader {
 }
 
 extension ContentLoader.Snapshot: CustomStringConvertible {
+  /// The key, status, and the value, version and error when present, for logs and tests.
   public var description: String {
     var text = "Snapshot(\(key): \(status)"
     if let value { text += ", value: \(value)" }

@@ -403,7 +403,9 @@ struct ContentLoaderStateMachine<Key: Hashable & Sendable, Value: Sendable, Vers
     emit(.cancelled(entry.key), &effects)
   }
 
-  private mutating func resumeWaiters(_ entry: Entry, with outcome: Result<Value, any Error>, _ effects: inout Effects) {
+  private mutating func resumeWaiters(
+    _ entry: Entry, with outcome: Result<Value, any Error>, _ effects: inout Effects
+  ) {
     guard !entry.waiters.isEmpty else { return }
     for waiter in entry.waiters { effects.resumes.append((waiter.continuation, outcome)) }
     entry.waiters.removeAll()
