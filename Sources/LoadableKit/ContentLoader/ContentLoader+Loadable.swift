@@ -12,11 +12,12 @@ extension ContentLoader {
   /// always a value a load produced (or kept by the version check); a prior value from the
   /// `existingValue` hook is visible through claims, ``snapshot(for:)`` and ``events`` only.
   ///
-  /// Loading it (`load()`, `fetch()`, `retryLoad()`, …) takes a loaded value the loadable has not
-  /// seen yet, joins the key's running load, or starts one; a load started this way runs until it
-  /// ends, as if the call held a claim, unless the loadable's `cancelLoad()` is called. Joining a
-  /// load that claims started does not keep it alive: when the last claim ends, the loadable's
-  /// attempt ends with `CancellationError`, as after `cancelLoad()`.
+  /// An attempt of the loadable takes a loaded value the loadable has not seen yet, joins the
+  /// key's running load, or starts one, and then keeps that load alive until it ends, as if it held
+  /// a claim (unless the loadable's `cancelLoad()` is called). The exception is the attempt that
+  /// mirrors a load claims started — the one a caller joins when it finds the loadable already
+  /// loading: it keeps nothing alive, so when the last claim ends that attempt, and every caller
+  /// waiting on it, ends with `CancellationError`, as after `cancelLoad()`.
   ///
   /// Holding the loadable is not a claim and keeps no entry: the entry may be evicted. The
   /// loadable keeps working — loading it makes a new entry — and this method returns the same
