@@ -84,13 +84,13 @@ extension Job {
   }
 
   func removeObserver(_ id: UInt64) {
-    state.withLock { $0.removeObserver(id) }
+    state.withLock(owner: self) { $0.removeObserver(id) }
   }
 
   /// Delivers pending events until there are none; only one caller drains at a time, so every
   /// observer gets its events in order.
   func drainObservers() {
-    while let batch = state.withLock({ $0.takeDeliveries() }) {
+    while let batch = state.withLock(owner: self, { $0.takeDeliveries() }) {
       for (observer, deliveries) in batch {
         for delivery in deliveries { observer(delivery) }
       }

@@ -24,7 +24,7 @@ extension Job {
           finish(runID, with: .failure(error))
           return
         }
-        let generation = state.withLock { $0.checkpointGeneration }
+        let generation = state.withLock(owner: self) { $0.checkpointGeneration }
         let decision = window.record(
           errorAt: clock.now, checkpointGeneration: generation,
           window: options.transientWindow, backoff: options.backoff)
@@ -68,11 +68,11 @@ extension Job: JobContextHost {
   typealias Checkpoint = Work.Checkpoint
 
   func savedCheckpoint() -> Work.Checkpoint? {
-    state.withLock { $0.checkpoint }
+    state.withLock(owner: self) { $0.checkpoint }
   }
 
   func saveCheckpoint(_ checkpoint: Work.Checkpoint) {
-    state.withLock { $0.saveCheckpoint(checkpoint) }
+    state.withLock(owner: self) { $0.saveCheckpoint(checkpoint) }
   }
 
   func reportProgress(_ fraction: Double) {
@@ -108,7 +108,7 @@ extension Job: JobContextHost {
         }
       }
     } onCancel: {
-      state.withLock { $0.leavePausePoint(id) }?.resume(throwing: CancellationError())
+      state.withLock(owner: self) { $0.leavePausePoint(id) }?.resume(throwing: CancellationError())
     }
   }
 }

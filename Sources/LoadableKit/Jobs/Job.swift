@@ -79,7 +79,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   }
 
   deinit {
-    let observers = state.withLock { $0.detachObservers() }
+    let observers = state.withLock(owner: self) { $0.detachObservers() }
     for observer in observers { observer(.end(nil)) }
   }
 
@@ -88,13 +88,13 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// The current status. Observable.
   public var status: JobStatus {
     registrar.access(self, keyPath: \.status)
-    return state.withLock { $0.status }
+    return state.withLock(owner: self) { $0.status }
   }
 
   /// The messages posted so far, oldest first. Observable.
   public var messages: [JobMessage] {
     registrar.access(self, keyPath: \.messages)
-    return state.withLock { $0.messages }
+    return state.withLock(owner: self) { $0.messages }
   }
 
   /// The fraction of the work completed, from 0 to 1.
@@ -113,7 +113,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// when transient errors outlasted the window; otherwise the error the work threw.
   public var error: (any Error)? {
     registrar.access(self, keyPath: \.error)
-    return state.withLock { $0.error }
+    return state.withLock(owner: self) { $0.error }
   }
 
   /// Status, progress, messages and error, read together in one step. Observable.
@@ -127,7 +127,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
 
   /// The last checkpoint the work saved (or the one restored from JSON); `nil` when there is none.
   public var checkpoint: Work.Checkpoint? {
-    state.withLock { $0.checkpoint }
+    state.withLock(owner: self) { $0.checkpoint }
   }
 
   // MARK: - Lifecycle
@@ -206,15 +206,15 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   ///   `CancellationError` when the awaiting task is cancelled.
   nonisolated(nonsending) public var output: Work.Output {
     get async throws {
-      if let result = state.withLock({ $0.result }) { return try result.get() }
+      if let result = state.withLock(owner: self, { $0.result }) { return try result.get() }
       let id = nextJobWaiterID()
       return try await withTaskCancellationHandler {
         try await withUnsafeThrowingContinuation { (continuation: Machine.OutputWaiter) in
-          let answer = state.withLock { $0.addOutputWaiter(id, continuation, taskIsCancelled: Task.isCancelled) }
+          let answer = state.withLock(owner: self) { $0.addOutputWaiter(id, continuation, taskIsCancelled: Task.isCancelled) }
           if let answer { continuation.resume(with: answer) }
         }
       } onCancel: {
-        state.withLock { $0.removeOutputWaiter(id) }?.resume(throwing: CancellationError())
+        state.withLock(owner: self) { $0.removeOutputWaiter(id) }?.resume(throwing: CancellationError())
       }
     }
   }
@@ -243,7 +243,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
         if now { continuation.resume() }
       }
     } onCancel: {
-      state.withLock { $0.removeSettleWaiter(id) }?.resume()
+      state.withLock(owner: self) { $0.removeSettleWaiter(id) }?.resume()
     }
   }
 
@@ -252,7 +252,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// Runs `body` on the state, with the lock-free progress mirrored in and out, and keeps the
   /// pause-point gate in step with the status.
   func withState<R>(_ body: (inout Machine) -> R) -> R {
-    state.withLock { state in
+    state.withLock(owner: self) { state in
       let before = progressBits.load(ordering: .relaxed)
       state.progress = Double(bitPattern: before)
       let result = body(&state)
