@@ -87,7 +87,8 @@ enum JobJSON {
   }
 
   /// Whether `data` is empty or stops inside an unfinished string, object or array: a prefix of
-  /// JSON rather than wrong JSON. One pass, no recursion, whatever the nesting.
+  /// JSON rather than wrong JSON. A byte that cannot appear in JSON outside a string, or a closing
+  /// bracket too many, makes it wrong JSON instead. One pass, no recursion, whatever the nesting.
   static func endsEarly(_ data: Data) -> Bool {
     var depth = 0
     var inString = false
@@ -114,10 +115,15 @@ enum JobJSON {
       case UInt8(ascii: "}"), UInt8(ascii: "]"):
         depth -= 1
         if depth < 0 { return false }
-      case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
+      case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"),
+        UInt8(ascii: ":"), UInt8(ascii: ","):
         break
-      default:
+      case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
+        UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "u"),
+        UInt8(ascii: "f"), UInt8(ascii: "a"), UInt8(ascii: "l"), UInt8(ascii: "s"), UInt8(ascii: "n"):
         sawValue = true
+      default:
+        return false  // not JSON at all
       }
     }
     return !sawValue || inString || depth > 0
