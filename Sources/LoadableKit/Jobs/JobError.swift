@@ -17,8 +17,11 @@
 public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
   /// A stable identifier for a kind of ``JobError``.
   public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The code's stable name, as it appears in descriptions and in a failed job's JSON form.
     public var rawValue: String
+    /// Creates a code from its stable name.
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// The code's stable name.
     public var description: String { rawValue }
 
     /// The data is not a job's JSON form: not JSON, a missing or mistyped field, an invalid
@@ -59,9 +62,12 @@ public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
     self.underlyingError = underlyingError
   }
 
+  /// `JobError.<code>: <message>`.
   public var description: String { "JobError.\(code): \(message)" }
 
+  /// Whether two errors have the same ``code``; the messages and underlying errors do not count.
   public static func == (lhs: JobError, rhs: JobError) -> Bool { lhs.code == rhs.code }
+  /// Hashes the ``code`` only, consistently with ``==(_:_:)``.
   public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
   /// An error with the ``Code/malformed`` code and no particular message; use it to compare.

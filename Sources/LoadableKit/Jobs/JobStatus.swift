@@ -1,17 +1,11 @@
 /// Where a ``Job`` is in its lifecycle.
 ///
 /// ```
-///                  start()                   the work returns
-/// notStarted ────────────────▶ started ─────────────────────────▶ succeeded
-///      │                      │  ▲   │ the work throws
-///      │ cancel()     pause() │  │   └──────────────────────────▶ failed
-///      │                      ▼  │ start()                          ▲  ▲
-///      │                      paused ──── the work ends ────────────┘  │
-///      │                        │                                      │
-///      │                        │ cancel()          the work stopped   │
-///      │                        ▼                                      │
-///      │                    canceling ─────────────────────────────────┤
-///      └───────────────────────────────────────────────────────────────┘
+/// notStarted ──start()──▶ started ──the work returns──▶ succeeded
+///      │                   │  ▲  └───the work throws───▶ failed
+///      │           pause() ▼  │ start()                   ▲
+///      │                  paused ──cancel()──▶ canceling ─┤ (the work stopped)
+///      └──────────────────cancel()────────────────────────┘
 /// ```
 ///
 /// ``succeeded`` and ``failed`` are terminal: a finished job never runs again. A job that was
