@@ -76,7 +76,9 @@ struct JobsStressTests {
       for (from, to) in zip(sequence, sequence.dropFirst()) {
         #expect(Self.legal[from]?.contains(to) == true, "round \(round): \(from) → \(to)")
       }
-      #expect(restoredStatuses.values.allSatisfy { [.notStarted, .paused, .failed].contains($0) })
+      #expect(
+        restoredStatuses.values.allSatisfy { [.notStarted, .paused, .succeeded, .failed].contains($0) },
+        "a restored job is never running or canceling")
     }
   }
 

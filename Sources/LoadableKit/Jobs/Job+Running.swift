@@ -15,8 +15,9 @@ extension Job {
     var window = TransientWindow<C.Instant>()
     while true {
       do {
-        try await pausePoint()  // a job paused before (or between) runs parks here
-        let output = try await work.run(in: JobContext(host: self))
+        let context = JobContext(host: self, signals: signals)
+        try await context.pausePoint()  // a job paused before (or between) runs parks here
+        let output = try await work.run(in: context)
         finish(runID, with: .success(output))
         return
       } catch {
@@ -65,35 +66,30 @@ extension Job {
 // MARK: - The context's host
 
 extension Job: JobContextHost {
-  typealias Checkpoint = Work.Checkpoint
+  @usableFromInline typealias Checkpoint = Work.Checkpoint
 
+  @usableFromInline
   func savedCheckpoint() -> Work.Checkpoint? {
     state.withLock(owner: self) { $0.checkpoint }
   }
 
+  @usableFromInline
   func saveCheckpoint(_ checkpoint: Work.Checkpoint) {
     state.withLock(owner: self) { $0.saveCheckpoint(checkpoint) }
   }
 
-  func reportProgress(_ fraction: Double) {
-    // Lock-free: a monotonic max on the bit pattern; only a new 1/1000 step takes the lock to
-    // tell observers (who then read the latest value).
-    let bits = (fraction > 0 ? min(fraction, 1) : 0).bitPattern
-    let old = progressBits.max(bits, ordering: .relaxed).oldValue
-    guard bits > old, Self.progressStep(bits) > Self.progressStep(old) else { return }
+  @usableFromInline
+  func publishProgress() {
     perform(withState { $0.publishProgress() })
   }
 
-  static func progressStep(_ bits: UInt64) -> Int {
-    Int(Double(bitPattern: bits) * 1000)
-  }
-
+  @usableFromInline
   func post(_ message: JobMessage) {
     perform(withState { $0.post(message) })
   }
 
-  nonisolated(nonsending) func pausePoint() async throws {
-    if gate.load(ordering: .acquiring), !Task.isCancelled { return }
+  @usableFromInline
+  nonisolated(nonsending) func parkAtPausePoint() async throws {
     let id = nextJobWaiterID()
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: Machine.Park) in

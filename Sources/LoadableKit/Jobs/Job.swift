@@ -43,11 +43,8 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   public let options: JobOptions
 
   let state: Mutex<Machine>
-  /// The fraction completed as the bit pattern of a non-negative `Double`, whose order is the
-  /// order of the values: `max` keeps it monotonic without a lock.
-  let progressBits: Atomic<UInt64>
-  /// `true` exactly while the status is `.started`: the lock-free fast path of `pausePoint()`.
-  let gate = Atomic<Bool>(false)
+  /// The progress and the pause-point gate, read and written without the lock.
+  let signals: JobSignals
   let registrar = ObservationRegistrar()
 
   /// Creates a job that runs `work` with default ``JobOptions``: no error is transient.
@@ -67,14 +64,14 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     self.work = work
     self.options = options
     self.state = Mutex(Machine())
-    self.progressBits = Atomic(0)
+    self.signals = JobSignals(progress: 0)
   }
 
   /// A job restored from its JSON form.
   init(restoring work: Work, options: JobOptions, machine: Machine) {
     self.work = work
     self.options = options
-    self.progressBits = Atomic(machine.progress.bitPattern)
+    self.signals = JobSignals(progress: machine.progress)
     self.state = Mutex(machine)
   }
 
@@ -104,7 +101,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// step and before every status change.
   public var fractionCompleted: Double {
     registrar.access(self, keyPath: \.fractionCompleted)
-    return Double(bitPattern: progressBits.load(ordering: .relaxed))
+    return signals.progress
   }
 
   /// Why the job failed; non-`nil` exactly when ``status`` is ``JobStatus/failed``. Observable.
@@ -253,13 +250,13 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// pause-point gate in step with the status.
   func withState<R>(_ body: (inout Machine) -> R) -> R {
     state.withLock(owner: self) { state in
-      let before = progressBits.load(ordering: .relaxed)
+      let before = signals.progressBits.load(ordering: .relaxed)
       state.progress = Double(bitPattern: before)
       let result = body(&state)
       if state.progress.bitPattern > before {
-        _ = progressBits.max(state.progress.bitPattern, ordering: .relaxed)
+        _ = signals.progressBits.max(state.progress.bitPattern, ordering: .relaxed)
       }
-      gate.store(state.status == .started, ordering: .releasing)
+      signals.gate.store(state.status == .started, ordering: .releasing)
       return result
     }
   }

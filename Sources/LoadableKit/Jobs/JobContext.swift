@@ -9,10 +9,12 @@
 /// ``reportProgress(completed:total:)`` and ``pausePoint()`` are cheap enough to call for every
 /// item: while the job runs, they take no lock and allocate nothing.
 public struct JobContext<Checkpoint: Codable & Sendable>: Sendable {
-  let host: any JobContextHost<Checkpoint>
+  @usableFromInline let host: any JobContextHost<Checkpoint>
+  @usableFromInline let signals: JobSignals
 
-  init(host: any JobContextHost<Checkpoint>) {
+  init(host: any JobContextHost<Checkpoint>, signals: JobSignals) {
     self.host = host
+    self.signals = signals
   }
 
   /// The last checkpoint saved with ``saveCheckpoint(_:)``, by this run, an earlier run, or the
@@ -34,16 +36,16 @@ public struct JobContext<Checkpoint: Codable & Sendable>: Sendable {
   /// The fraction is clamped to 0…1, a `total` of zero or less is ignored, and the job's
   /// ``Job/fractionCompleted`` never goes down (a retry that starts over does not move it back).
   /// Observers hear of it once per 1/1000 step, so calling it for each item is fine.
+  @inlinable
   public func reportProgress(completed: Int, total: Int) {
     guard total > 0 else { return }
-    host.reportProgress(Double(completed) / Double(total))
+    if signals.raiseProgress(to: Double(completed) / Double(total)) { host.publishProgress() }
   }
 
   /// Reports the fraction of the work that is done, from 0 to 1, as
-  /// ``reportProgress(completed:total:)`` does. A NaN is ignored.
+  /// ``reportProgress(completed:total:)`` does. A NaN counts as 0, so it never raises the progress.
   public func reportProgress(fractionCompleted: Double) {
-    guard !fractionCompleted.isNaN else { return }
-    host.reportProgress(fractionCompleted)
+    if signals.raiseProgress(to: fractionCompleted) { host.publishProgress() }
   }
 
   /// Posts a message to the job's ``Job/messages``.
@@ -67,18 +69,23 @@ public struct JobContext<Checkpoint: Codable & Sendable>: Sendable {
   /// cancelled, or the calling task is, throws `CancellationError`.
   ///
   /// - Throws: `CancellationError` when the job or the calling task is cancelled.
+  @inlinable
   nonisolated(nonsending) public func pausePoint() async throws {
-    try await host.pausePoint()
+    if signals.isRunning, !Task.isCancelled { return }
+    try await host.parkAtPausePoint()
   }
 }
 
-/// The job side of a ``JobContext``; ``Job`` implements it.
+/// The job side of a ``JobContext``, for everything beyond the lock-free fast paths; ``Job``
+/// implements it.
+@usableFromInline
 protocol JobContextHost<Checkpoint>: AnyObject, Sendable {
   associatedtype Checkpoint: Codable & Sendable
   func savedCheckpoint() -> Checkpoint?
   func saveCheckpoint(_ checkpoint: Checkpoint)
-  /// `fraction` is not NaN; it may be out of 0…1.
-  func reportProgress(_ fraction: Double)
+  /// Tells observers about the progress, which crossed a step.
+  func publishProgress()
   func post(_ message: JobMessage)
-  nonisolated(nonsending) func pausePoint() async throws
+  /// The slow path of ``JobContext/pausePoint()``: parks while paused, throws once cancelled.
+  nonisolated(nonsending) func parkAtPausePoint() async throws
 }
