@@ -76,9 +76,20 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     self.init(status: .notLoaded, content: nil, error: nil, operation: operation)
   }
 
+  /// Creates a loadable whose attempts run the synchronous `operation`.
+  ///
+  /// This overload exists so that a closure that does not `await`, such as
+  /// `AsyncLoadable { "value" }`, makes a loadable of `String` rather than a loadable *of the
+  /// closure*.
+  @_disfavoredOverload
+  public convenience init(_ operation: @escaping @Sendable () throws -> Content) {
+    self.init(status: .notLoaded, content: nil, error: nil, operation: operation)
+  }
+
   /// Creates a loadable that is already ``LoadStatus/loaded`` with `content`.
   ///
   /// It is a constant: a refresh succeeds with the same content.
+  @_disfavoredOverload
   public convenience init(content: Content) {
     self.init(status: .loaded, content: content, error: nil, operation: { content })
   }
@@ -158,8 +169,8 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// or ``LoadStatus/notLoaded``, or the content is stale because a parent's content changed.
   open var needsSync: Bool {
     let available = isContentAvailable
-    let (status, stale) = state.withLock(owner: self) { ($0.status, $0.isStale) }
-    return !available || status == .failed || status == .notLoaded || stale
+    let status = loadStatus
+    return !available || status == .failed || status == .notLoaded || hasStaleSources
   }
 
   // MARK: - ArcGIS-style loading
@@ -228,13 +239,13 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// - Throws: the attempt's error, `CancellationError`, or ``LoadableError/noContent`` when the
   ///   attempt succeeded but ``isContentAvailable`` is `false`.
   nonisolated(nonsending) public final func fetch() async throws -> Content {
-    try checkedContent(try await request(.fetch))
+    try checkedContent(try await request(.fetch).content)
   }
 
   /// Returns the content at once when ``needsSync`` is `false`; otherwise loads it as
   /// ``fetch()`` does.
   nonisolated(nonsending) public final func fetchIfNeeded() async throws -> Content {
-    try checkedContent(try await request(.fetchIfNeeded))
+    try checkedContent(try await request(.fetchIfNeeded).content)
   }
 
   func checkedContent(_ content: Content?) throws -> Content {
@@ -246,7 +257,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Performs `request` and returns the content it ended with (`nil` when there is none).
   @usableFromInline
-  nonisolated(nonsending) final func request(_ request: LoadRequest) async throws -> Content? {
+  nonisolated(nonsending) final func request(_ request: LoadRequest) async throws -> LoadStateMachine<Content>.Delivery {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     if let answer = withState({ $0.immediate(request, needsSync: needsSync) }) {
       return try answer.get()
@@ -256,7 +267,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     let edge = try context.map { try WaitGraph.enter(from: $0.owner, to: self) }
     defer { if let edge { WaitGraph.leave(edge) } }
     return try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Content?, any Error>) in
+      try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine<Content>.Continuation) in
         let (decision, event) = withState {
           $0.decide(
             request, needsSync: needsSync, waiter: (waiterID, .task(continuation)),
@@ -329,7 +340,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Runs ``performLoad()`` under the loadable's retry policy and timeout.
   func runPerformLoad() async throws -> Content {
-    try await performLoad()
+    guard let options = state.withLock(owner: self, { $0.settings?.options }) else {
+      return try await performLoad()
+    }
+    return try await options.run { try await self.performLoad() }
   }
 
   // MARK: - Effects
@@ -344,18 +358,44 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   final func perform(_ effects: LoadStateMachine<Content>.Effects) {
-    effects.cancelTask?.cancel()
+    if let task = effects.cancelTask {
+      // Cancelling runs the task's cancellation handlers here, which may cascade to dependencies.
+      Trampoline.run { task.cancel() }
+    }
     for (_, waiter) in effects.waiters {
       waiter.resume(with: effects.result)
     }
     deliver(effects.event, contentChanged: effects.changedContent)
-    if effects.changedContent, case .success(let content?) = effects.result {
-      contentDidChange(content)
+    if effects.changedContent, case .success = effects.result {
+      notifyContentListeners()
     }
   }
 
-  /// Called after a successful attempt set new content; derived loadables hook in here.
-  func contentDidChange(_ content: Content) {}
+  /// Tells the derived loadables that listen that the content changed. Deep chains are notified
+  /// through a trampoline so a long `map` chain cannot overflow the stack.
+  final func notifyContentListeners() {
+    let listeners = state.withLock(owner: self) { Array($0.contentListeners.values) }
+    guard !listeners.isEmpty else { return }
+    Trampoline.run {
+      for listener in listeners { listener() }
+    }
+  }
+
+  final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
+    state.withLock(owner: self) { state in
+      let id = state.makeID()
+      state.contentListeners[id] = listener
+      return id
+    }
+  }
+
+  final func removeContentListener(_ id: UInt64) {
+    _ = state.withLock(owner: self) { $0.contentListeners.removeValue(forKey: id) }
+  }
+
+  /// Whether content this loadable derived from its sources is out of date; derived loadables
+  /// override it (see ``needsSync``).
+  var hasStaleSources: Bool { false }
 
   /// Notifies observers of a status change, outside the lock.
   final func deliver(_ event: LoadStateMachine<Content>.StatusEvent?, contentChanged: Bool) {

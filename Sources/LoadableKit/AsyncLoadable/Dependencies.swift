@@ -45,7 +45,7 @@ extension AsyncLoadable {
   ///   when the dependency is waiting for this loadable, or ``LoadableError/noContent``.
   nonisolated(nonsending) public final func loadDependency<T: Sendable>(_ dependency: AsyncLoadable<T>) async throws -> T {
     let request = AttemptContext.current?.request(for: dependency) ?? .load
-    guard let content = try await dependency.request(request) else { throw LoadableError.noContent }
+    guard let content = try await dependency.request(request).content else { throw LoadableError.noContent }
     return content
   }
 
@@ -131,14 +131,30 @@ final class AttemptContext: Sendable {
 }
 
 /// What the dependency machinery needs of an ``AsyncLoadable`` whose content type it cannot name.
-protocol DependencyNode: AnyObject, Sendable {
+protocol DependencyNode: Loadable {
   func loadAsDependency(_ request: LoadRequest) async throws
   func startAsIncidental(_ request: LoadRequest)
+  /// Loads with `request` and returns the content, type-erased, with its version.
+  func loadErased(_ request: LoadRequest) async throws -> (content: any Sendable, version: UInt64)
+  /// Status, content and version in one read.
+  var erasedState: (status: LoadStatus, content: (any Sendable)?, error: (any Error)?, version: UInt64) { get }
+  func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64
+  func removeContentListener(_ id: UInt64)
 }
 
 extension AsyncLoadable: DependencyNode {
   func loadAsDependency(_ request: LoadRequest) async throws {
     _ = try await self.request(request)
+  }
+
+  func loadErased(_ request: LoadRequest) async throws -> (content: any Sendable, version: UInt64) {
+    let delivery = try await self.request(request)
+    guard let content = delivery.content else { throw LoadableError.noContent }
+    return (content, delivery.version)
+  }
+
+  var erasedState: (status: LoadStatus, content: (any Sendable)?, error: (any Error)?, version: UInt64) {
+    state.withLock(owner: self) { ($0.status, $0.content, $0.error, $0.contentVersion) }
   }
 
   func startAsIncidental(_ request: LoadRequest) {

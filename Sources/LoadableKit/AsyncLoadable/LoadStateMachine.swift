@@ -63,7 +63,15 @@ public struct LoadSnapshot<Content: Sendable>: Sendable {
 /// user code and never suspends.
 @usableFromInline
 struct LoadStateMachine<Content: Sendable> {
-  typealias Continuation = UnsafeContinuation<Content?, any Error>
+  typealias Continuation = UnsafeContinuation<Delivery, any Error>
+
+  /// What a waiter receives: the content an attempt ended with and its version.
+  @usableFromInline
+  struct Delivery: Sendable {
+    @usableFromInline var content: Content?
+    /// Counts the successful attempts; derived loadables compare it to see stale sources.
+    @usableFromInline var version: UInt64
+  }
   typealias Completion = @Sendable ((any Error)?) -> Void
 
   /// Somebody waiting for the running attempt.
@@ -71,7 +79,7 @@ struct LoadStateMachine<Content: Sendable> {
     case task(Continuation)
     case completion(Completion)
 
-    func resume(with result: Result<Content?, any Error>) {
+    func resume(with result: Result<Delivery, any Error>) {
       switch (self, result) {
       case (.task(let continuation), _): continuation.resume(with: result)
       case (.completion(let handler), .success): handler(nil)
@@ -116,8 +124,8 @@ struct LoadStateMachine<Content: Sendable> {
   var status: LoadStatus
   var content: Content?
   var error: (any Error)?
-  /// Set when a parent's content changed under a derived loadable (SPEC §2).
-  var isStale = false
+  /// Counts successful attempts (and live recomputations of derived content).
+  var contentVersion: UInt64 = 0
   var attempt: Attempt?
   /// An attempt's task holds the gate while it runs, so `performLoad()` never runs twice at once
   /// even when a cancelled attempt's work ignores cancellation. Tasks wait here in order.
@@ -127,6 +135,10 @@ struct LoadStateMachine<Content: Sendable> {
   var lastDuration: Duration?
   var nextID: UInt64 = 0
   var observers = ObserverRegistry()
+  /// Rarely set configuration (options, name), boxed to keep an idle loadable small.
+  var settings: LoadableSettings?
+  /// Derived loadables that recompute or go stale when the content changes.
+  var contentListeners: [UInt64: @Sendable () -> Void] = [:]
   /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
   var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
 
@@ -143,12 +155,14 @@ struct LoadStateMachine<Content: Sendable> {
 
   var snapshot: LoadSnapshot<Content> { LoadSnapshot(status: status, content: content, error: error) }
 
+  var delivery: Delivery { Delivery(content: content, version: contentVersion) }
+
   // MARK: - Requests
 
   /// The outcome of a request, decided under the lock.
   enum Decision {
     /// Answer now with this content (which may be `nil` for `load()` on a loadable without one).
-    case content(Content?)
+    case content(Delivery)
     /// Throw now.
     case failure(any Error)
     /// The waiter joined the running attempt.
@@ -175,8 +189,8 @@ struct LoadStateMachine<Content: Sendable> {
     switch status {
     case .loaded:
       switch request {
-      case .load, .retry: return (.content(content), nil)
-      case .fetchIfNeeded where !needsSync: return (.content(content), nil)
+      case .load, .retry: return (.content(delivery), nil)
+      case .fetchIfNeeded where !needsSync: return (.content(delivery), nil)
       case .syncIfNeeded where !needsSync: return (.none, nil)
       default: break
       }
@@ -185,7 +199,7 @@ struct LoadStateMachine<Content: Sendable> {
     case .loading:
       guard let attempt else { preconditionFailure("loading without an attempt") }
       switch request {
-      case .fetchIfNeeded where !needsSync: return (.content(content), nil)
+      case .fetchIfNeeded where !needsSync: return (.content(delivery), nil)
       case .sync, .syncIfNeeded:
         attempt.wanted = true
         return (.none, nil)
@@ -238,10 +252,10 @@ struct LoadStateMachine<Content: Sendable> {
   }
 
   /// The answer to a request that needs no waiting and changes nothing, or `nil`.
-  func immediate(_ request: LoadRequest, needsSync: Bool) -> Result<Content?, any Error>? {
+  func immediate(_ request: LoadRequest, needsSync: Bool) -> Result<Delivery, any Error>? {
     switch (status, request) {
-    case (.loaded, .load), (.loaded, .retry): .success(content)
-    case (.loaded, .fetchIfNeeded), (.loading, .fetchIfNeeded): needsSync ? nil : .success(content)
+    case (.loaded, .load), (.loaded, .retry): .success(delivery)
+    case (.loaded, .fetchIfNeeded), (.loading, .fetchIfNeeded): needsSync ? nil : .success(delivery)
     case (.failed, .load): .failure(error ?? CancellationError())
     default: nil
     }
@@ -252,7 +266,7 @@ struct LoadStateMachine<Content: Sendable> {
   /// What to do after an attempt ended, was cancelled, or lost a waiter.
   struct Effects {
     var waiters: [(id: UInt64, waiter: Waiter)] = []
-    var result: Result<Content?, any Error> = .success(nil)
+    var result: Result<Delivery, any Error> = .success(Delivery(content: nil, version: 0))
     var event: StatusEvent?
     var cancelTask: Task<Void, Never>?
     var changedContent = false
@@ -269,9 +283,9 @@ struct LoadStateMachine<Content: Sendable> {
     case .success(let value):
       content = value
       error = nil
-      isStale = false
+      contentVersion &+= 1
       lastDuration = attempt.started.duration(to: now)
-      effects.result = .success(value)
+      effects.result = .success(delivery)
       effects.event = setStatus(.loaded)
       effects.changedContent = true
     case .failure(let failure):
