@@ -114,7 +114,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Loads the content. Called once per attempt, never concurrently for one instance.
   ///
-  /// Override it in a subclass; the default runs the closure given to ``init(_:)``. Inside it,
+  /// Override it in a subclass; the default runs the closure given to `init(_:)`. Inside it,
   /// call ``loadDependency(_:)`` to load other loadables with this attempt's intent. The task
   /// running it is cancelled by ``cancelLoad()``, so cooperative work can stop early.
   ///

@@ -20,7 +20,7 @@ public func zip<each T: Sendable>(_ loadables: repeat AsyncLoadable<each T>) -> 
 
 /// A loadable of the contents of `loadables`, in order, loaded concurrently.
 ///
-/// The homogeneous form of ``zip(_:)-(AsyncLoadable<repeat each T>)``: same rules, any number of
+/// The homogeneous form of the variadic `zip`: same rules, any number of
 /// elements. An empty array gives a loadable of `[]`.
 ///
 /// - Complexity: loading is O(*n*) in the number of elements.
