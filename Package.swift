@@ -14,9 +14,18 @@ let package = Package(
     .target(name: "LoadableKitTesting", dependencies: ["LoadableKit"]),
     .testTarget(
       name: "LoadableKitTests",
-      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart"]
+      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer"]
     ),
+
+    // Playgrounds: example executables, `swift run <Name>`. They use only LoadableKit's public API.
     .executableTarget(name: "QuickStart", dependencies: ["LoadableKit"], path: "Playgrounds/QuickStart"),
+    .executableTarget(
+      name: "MapViewer", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/MapViewer",
+      exclude: ["README.md"]),
+    // The playgrounds' simulated services (latency, outages) over the JSON files in its Data/.
+    .target(
+      name: "ExampleServices", dependencies: ["LoadableKit"], path: "Playgrounds/ExampleServices",
+      exclude: ["Data"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -17,6 +17,28 @@ func runPlayground(_ name: String, arguments: [String] = []) throws -> (output: 
   return (String(decoding: data, as: UTF8.self), process.terminationStatus)
 }
 
+/// The lines of a playground's output from the step heading that starts with `heading` (such as
+/// `"▸ 2."`) up to the next heading, without the heading.
+func section(_ output: String, _ heading: String) -> [String] {
+  let lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+  guard let start = lines.firstIndex(where: { $0.hasPrefix(heading) }) else { return [] }
+  return Array(lines[(start + 1)...].prefix { !$0.hasPrefix("▸") })
+}
+
+/// `line` with every run of spaces made one space, and trimmed, so that a test checks what a line
+/// says and not how wide its columns are.
+func squeezed(_ line: String) -> String {
+  line.split(separator: " ").joined(separator: " ")
+}
+
+/// The status-trace tree in `lines` whose root line starts with `root`: the root line and the
+/// lines under it, squeezed.
+func traceTree(_ lines: [String], root: String) -> [String] {
+  let squeezedLines = lines.map(squeezed)
+  guard let start = squeezedLines.firstIndex(where: { $0.hasPrefix(root + " ") }) else { return [] }
+  return [squeezedLines[start]] + squeezedLines[(start + 1)...].prefix { "├└│".contains($0.first ?? " ") }
+}
+
 @Suite("Playgrounds", .timeLimit(.minutes(2)))
 struct PlaygroundTests {
   @Test func quickStartWalksThroughTheStates() throws {
@@ -38,5 +60,102 @@ struct PlaygroundTests {
     let trace = lines.filter { $0.hasPrefix("[status]") }.map { $0.dropFirst(9) }
     #expect(trace == ["notLoaded", "loading", "failed", "loading", "loaded", "loading", "loaded", "loading", "failed", "loading", "loaded"])
     #expect(lines.last == "Done.")
+  }
+
+  @Test func mapViewerTracesTheOutageTheRetryTheCancelAndTheOverride() throws {
+    let (output, status) = try runPlayground("MapViewer")
+    #expect(status == 0)
+
+    // 1. The portal's 503 fails the required chain up to the map; the incidental layers fail too.
+    let outage = section(output, "▸ 1.")
+    #expect(outage.map(squeezed).contains("map.load() threw 503 Service Unavailable"))
+    let failedChain = "notLoaded → loading → failed 503 Service Unavailable"
+    #expect(traceTree(outage, root: "map") == [
+      "map \(failedChain)",
+      "├─ basemap \(failedChain)",
+      "│ └─ Topographic item \(failedChain)",
+      "│ └─ portal \(failedChain)",
+      "├─ Parks (incidental) \(failedChain)",
+      "│ └─ Parks table \(failedChain)",
+      "│ └─ Parks item \(failedChain)",
+      "│ └─ portal (see above)",
+      "└─ Trails (incidental) \(failedChain)",
+      "└─ Trails table \(failedChain)",
+      "└─ Trails item \(failedChain)",
+      "└─ portal (see above)",
+    ])
+    #expect(outage.map(squeezed).contains(
+      "map.load() again: 503 Service Unavailable at once, without a request (the failure sticks)"))
+    #expect(outage.map(squeezed).contains("portal requests so far: 1, shared by the three items that asked"))
+    // The trace is a table: every status column starts at the same place.
+    let columns = Set(outage.filter { $0.contains(" → ") }.compactMap { $0.range(of: "notLoaded")?.lowerBound.utf16Offset(in: $0) })
+    #expect(columns.count == 1)
+
+    // 2. One retry recovers every failed link; Trails' 404 fails that layer alone.
+    let retry = section(output, "▸ 2.")
+    let recovered = "failed → loading → loaded"
+    #expect(traceTree(retry, root: "map") == [
+      "map \(recovered)",
+      "├─ basemap \(recovered)",
+      "│ └─ Topographic item \(recovered)",
+      "│ └─ portal \(recovered)",
+      "├─ Parks (incidental) \(recovered)",
+      "│ └─ Parks table \(recovered)",
+      "│ └─ Parks item \(recovered)",
+      "│ └─ portal (see above)",
+      "└─ Trails (incidental) failed → loading → failed 404 Not Found",
+      "└─ Trails table failed → loading → failed 404 Not Found",
+      "└─ Trails item \(recovered)",
+      "└─ portal (see above)",
+    ])
+    #expect(retry.contains { $0.contains("portal answered once for all (1 request)") })
+    #expect(retry.map(squeezed).contains("title bar City of Redlands · Redlands Topographic"))
+    #expect(retry.map(squeezed).contains(
+      "map loaded, in WGS 1984 Web Mercator (auxiliary sphere) (3857), from its basemap"))
+    #expect(retry.map(squeezed).contains(
+      "Parks loaded, 4 features: Ford Park, Prospect Park, Sylvan Park, Smiley Park"))
+    #expect(retry.map(squeezed).contains("Trails failed: 404 Not Found"))
+
+    // 3. cancelLoad() fails the layer and restores the table whose attempt it had started.
+    let cancel = section(output, "▸ 3.")
+    #expect(cancel.map(squeezed).contains("hydrants.cancelLoad(): the waiting load() threw CancellationError"))
+    #expect(traceTree(cancel, root: "Fire Hydrants") == [
+      "Fire Hydrants notLoaded → loading → failed CancellationError",
+      "└─ Fire Hydrants table notLoaded → loading → notLoaded",
+      "└─ Fire Hydrants item notLoaded → loading → loaded",
+      "└─ portal loaded",
+    ])
+
+    // 4. The retry loads it, and the minScale set before loading wins over the service's.
+    let override = section(output, "▸ 4.")
+    #expect(traceTree(override, root: "Fire Hydrants") == [
+      "Fire Hydrants failed → loading → loaded",
+      "└─ Fire Hydrants table notLoaded → loading → loaded",
+      "└─ Fire Hydrants item loaded",
+      "└─ portal loaded",
+    ])
+    #expect(override.map(squeezed).contains("minScale 1:5,000 yours, set before loading"))
+    #expect(override.map(squeezed).contains("1:10,000 the service's, after minScale.removeOverride()"))
+
+    // 5. The dependency tree, load times left out.
+    let tree = section(output, "▸ 5.").map { squeezed($0.replacing(/\s[0-9.]+ ms\]/, with: "]")) }.filter { !$0.isEmpty }
+    #expect(tree == [
+      "map [loaded]",
+      "├─ basemap [loaded]",
+      "│ └─ Topographic item [loaded]",
+      "│ └─ portal [loaded]",
+      "├─ Parks [loaded] (incidental)",
+      "│ └─ Parks table [loaded]",
+      "│ └─ Parks item [loaded]",
+      "│ └─ portal [loaded]",
+      "├─ Trails [failed: 404 Not Found] (incidental)",
+      "│ └─ Trails table [failed: 404 Not Found]",
+      "│ └─ Trails item [loaded]",
+      "│ └─ portal [loaded]",
+      "└─ Fire Hydrants [loaded] (incidental)",
+      "└─ Fire Hydrants table [loaded]",
+      "└─ Fire Hydrants item [loaded]",
+      "└─ portal [loaded]",
+    ])
   }
 }
