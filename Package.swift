@@ -14,13 +14,16 @@ let package = Package(
     .target(name: "LoadableKitTesting", dependencies: ["LoadableKit"]),
     .testTarget(
       name: "LoadableKitTests",
-      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer"]
+      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines"]
     ),
 
     // Playgrounds: example executables, `swift run <Name>`. They use only LoadableKit's public API.
     .executableTarget(name: "QuickStart", dependencies: ["LoadableKit"], path: "Playgrounds/QuickStart"),
     .executableTarget(
       name: "MapViewer", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/MapViewer",
+      exclude: ["README.md"]),
+    .executableTarget(
+      name: "Pipelines", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/Pipelines",
       exclude: ["README.md"]),
     // The playgrounds' simulated services (latency, outages) over the JSON files in its Data/.
     .target(

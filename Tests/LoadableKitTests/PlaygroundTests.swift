@@ -158,4 +158,55 @@ struct PlaygroundTests {
       "└─ portal [loaded]",
     ])
   }
+
+  @Test func pipelinesRetryThroughTheChainStayLiveAndFailFast() throws {
+    let (output, status) = try runPlayground("Pipelines")
+    #expect(status == 0)
+
+    // 1. An outage bubbles down the asyncMap chain; one retry at its end goes up to the portal.
+    let chain = section(output, "▸ 1.")
+    #expect(chain.map(squeezed).contains("portal down: parksSummary.load() threw 503 Service Unavailable"))
+    #expect(chain.map(squeezed).contains(
+      "portal back: parksSummary.retryLoad() → Parks · polygon · 4 features · visible from 1:150,000"))
+    let failedThenLoaded = "notLoaded → loading → failed → loading → loaded"
+    #expect(traceTree(chain, root: "Parks summary") == [
+      "Parks summary \(failedThenLoaded)",
+      "└─ Parks table \(failedThenLoaded)",
+      "└─ Parks item \(failedThenLoaded)",
+      "└─ portal \(failedThenLoaded)",
+    ])
+
+    // 2. A map of the item recomputes without an attempt; the asyncMap goes stale.
+    let live = section(output, "▸ 2.").map(squeezed)
+    #expect(traceTree(section(output, "▸ 2."), root: "item row") == [
+      "item row loaded",
+      "└─ Parks item loaded → loading → loaded",
+      "└─ portal loaded → loading → loaded",
+    ])
+    #expect(live.contains("before parksItem.fetch() Parks · Feature Service · 8,311 views"))
+    #expect(live.contains("after Parks · Feature Service · 8,312 views"))
+    #expect(live.contains("parksTable.needsSync true"))
+    #expect(live.contains("after parksTable.fetchIfNeeded(): needsSync false"))
+
+    // 3. joined and flatMap: the inner loadables appear in the tree.
+    let chosen = section(output, "▸ 3.").map { squeezed($0.replacing(/\s[0-9.]+ ms\]/, with: "]")) }
+    #expect(chosen.contains("web map Redlands Parks and Trails: Parks, Trails, Fire Hydrants"))
+    #expect(chosen.contains("basemap Redlands Topographic (Map Service)"))
+    #expect(chosen.contains("basemap [loaded]"))
+    #expect(chosen.contains("│ └─ web map data [loaded]"))
+    #expect(chosen.contains("└─ Redlands Topographic item [loaded]"))
+
+    // 4. zip fails fast on the broken layer; loadAll reports each outcome.
+    let zipped = section(output, "▸ 4.").map(squeezed)
+    #expect(zipped.contains("status bar: City of Redlands: 4 parks, 3 hydrants"))
+    #expect(zipped.contains("all the web map's tables, zipped: 404 Not Found (Trails' service is gone)"))
+    #expect(Array(zipped.suffix(from: 2).prefix(3)) == [
+      "Parks loaded", "Trails failed: 404 Not Found", "Fire Hydrants loaded",
+    ])
+
+    // 5. Only the subclass keeps a minScale set before loading.
+    let both = section(output, "▸ 5.").map(squeezed)
+    #expect(both.contains("pipeline Parks · polygon · 4 features · visible from 1:150,000"))
+    #expect(both.contains("subclass Parks · polygon · 4 features · visible from 1:50,000 (minScale set before loading)"))
+  }
 }
