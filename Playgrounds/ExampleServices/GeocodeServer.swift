@@ -58,9 +58,10 @@ public enum AddressMatcher {
       let score = words.filter(known.contains).count * 100 / words.count
       return score >= minScore ? ScoredCandidate(candidate: candidate, score: score) : nil
     }
+    // Best score first; on a tie, a street address before a place, then alphabetical.
     let ordered = scored.sorted {
-      ($1.score, $0.candidate.type == "PointAddress" ? 1 : 0, $1.candidate.label)
-        < ($0.score, $1.candidate.type == "PointAddress" ? 1 : 0, $0.candidate.label)
+      ($1.score, $1.candidate.type == "PointAddress" ? 1 : 0, $0.candidate.label)
+        < ($0.score, $0.candidate.type == "PointAddress" ? 1 : 0, $1.candidate.label)
     }
     return Array(ordered.prefix(max(0, maxResults)))
   }

@@ -68,9 +68,9 @@ public final class SimulatedServer: Sendable {
   /// Every path requested so far, in the order the requests arrived.
   public var requestLog: [String] { state.withLock { $0.log } }
 
-  /// How many requests asked for a path that contains `fragment`.
-  public func requestCount(_ fragment: String) -> Int {
-    state.withLock { $0.log.filter { $0.contains(fragment) }.count }
+  /// How many requests asked for `path`.
+  public func requestCount(path: String) -> Int {
+    state.withLock { $0.log.filter { $0 == path }.count }
   }
 
   /// Answers a request for `path`: waits for the latency, fails during an outage, and otherwise

@@ -49,9 +49,10 @@ public final class StatusTrace: Sendable {
     }
   }
 
-  /// Prints the tree of `root` with each loadable's statuses since the last print.
-  public func print(_ root: any Loadable, indent: String = "    ") async {
-    for line in await lines(root) {
+  /// Prints the trees of `roots`, aligned together, with each loadable's statuses since the
+  /// last print.
+  public func print(_ roots: any Loadable..., indent: String = "    ") async {
+    for line in await lines(roots) {
       Swift.print(indent + line)
     }
   }
@@ -61,11 +62,13 @@ public final class StatusTrace: Sendable {
   /// It first waits until every recorded loadable's last recorded status is its current status:
   /// `await loadable.load()` returns as soon as the attempt ends, which can be a moment before the
   /// observers hear of the new status.
-  public func lines(_ root: any Loadable) async -> [String] {
+  public func lines(_ roots: [any Loadable]) async -> [String] {
     await settle()
     var rows: [(label: String, trace: String, detail: String)] = []
     var printed: Set<ObjectIdentifier> = []
-    collect(root, kind: nil, prefix: "", childPrefix: "", printed: &printed, into: &rows)
+    for root in roots {
+      collect(root, kind: nil, prefix: "", childPrefix: "", printed: &printed, into: &rows)
+    }
     let labelWidth = rows.map(\.label.count).max() ?? 0
     let traceWidth = rows.filter { !$0.detail.isEmpty }.map(\.trace.count).max() ?? 0
     return rows.map { row in

@@ -42,7 +42,7 @@ let map = Map(basemap: basemap, operationalLayers: [parks, trails]).named("map")
 let trace = StatusTrace()
 trace.watch(map)
 
-func portalRequests() -> Int { services.portal.server.requestCount("/portals/self") }
+func portalRequests() -> Int { services.portal.server.requestCount(path: "/sharing/rest/portals/self") }
 
 // MARK: - 1. An outage
 
