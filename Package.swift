@@ -14,7 +14,7 @@ let package = Package(
     .target(name: "LoadableKitTesting", dependencies: ["LoadableKit"]),
     .testTarget(
       name: "LoadableKitTests",
-      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines"]
+      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode"]
     ),
 
     // Playgrounds: example executables, `swift run <Name>`. They use only LoadableKit's public API.
@@ -24,6 +24,9 @@ let package = Package(
       exclude: ["README.md"]),
     .executableTarget(
       name: "Pipelines", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/Pipelines",
+      exclude: ["README.md"]),
+    .executableTarget(
+      name: "Geocode", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/Geocode",
       exclude: ["README.md"]),
     // The playgrounds' simulated services (latency, outages) over the JSON files in its Data/.
     .target(

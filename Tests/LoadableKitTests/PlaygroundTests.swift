@@ -209,4 +209,50 @@ struct PlaygroundTests {
     #expect(both.contains("pipeline Parks · polygon · 4 features · visible from 1:150,000"))
     #expect(both.contains("subclass Parks · polygon · 4 features · visible from 1:50,000 (minScale set before loading)"))
   }
+
+  @Test func geocodeRunsOneTaskOnlineAndOfflineAndFallsBack() throws {
+    let (output, status) = try runPlayground("Geocode")
+    #expect(status == 0)
+
+    // 1. Each task loads once, and its defaults come from its own metadata.
+    let defaults = section(output, "▸ 1.")
+    #expect(traceTree(defaults, root: "online task") == ["online task notLoaded → loading → loaded"])
+    #expect(traceTree(defaults, root: "offline task") == ["offline task notLoaded → loading → loaded"])
+    let table = defaults.map(squeezed)
+    #expect(table.contains("locator Redlands Composite Locator Redlands Streets (offline)"))
+    #expect(table.contains("maxResults 6 3"))
+    #expect(table.contains("minScore 80 85"))
+    #expect(table.contains("countryCode USA USA"))
+
+    // 2. Changed parameters change the results; the metadata was asked for once.
+    let changed = section(output, "▸ 2.").map(squeezed)
+    let esri = "380 New York St, Redlands, California, 92373"
+    #expect(changed == [
+      "with the defaults (maxResults 6, minScore 80):",
+      "\(esri) PointAddress score 100",
+      "Esri, \(esri) POI score 100",
+      "with minScore 60, maxResults 3: near misses too",
+      "\(esri) PointAddress score 100",
+      "Esri, \(esri) POI score 100",
+      "380 Alabama St, Redlands, California, 92373 PointAddress score 60",
+      "1 metadata request for the three calls: the task loaded once",
+      "",
+    ])
+
+    // 3. Online and offline answer the same addresses; only the service knows places.
+    let both = section(output, "▸ 3.").map(squeezed)
+    #expect(both.contains("online 125 W Vine St, Redlands, California, 92373 score 100"))
+    #expect(both.contains("offline 125 W Vine St, Redlands, California, 92373 score 100"))
+    #expect(both.contains("online Redlands Bowl, 25 Grant St, Redlands, California, 92373 score 100"))
+    #expect(both.contains("offline no match: the file has no places"))
+    #expect(both.filter { $0.hasSuffix("35 Cajon St, Redlands, California, 92373") }.count == 2)
+
+    // 4. The outage: fall back offline, no request while the failure sticks, retry recovers.
+    let outage = section(output, "▸ 4.").map(squeezed)
+    let fallback = "offline: 25 Grant St, Redlands, California, 92373 (online: 503 Service Unavailable)"
+    #expect(outage.filter { $0 == fallback }.count == 2)
+    #expect(outage.contains("the second search made 0 requests: the failed load sticks"))
+    #expect(outage.contains("online: 25 Grant St, Redlands, California, 92373"))
+    #expect(outage.last { !$0.isEmpty } == "relaunched online task notLoaded → loading → failed → loading → loaded")
+  }
 }
