@@ -255,4 +255,35 @@ struct PlaygroundTests {
     #expect(outage.contains("online: 25 Grant St, Redlands, California, 92373"))
     #expect(outage.last { !$0.isEmpty } == "relaunched online task notLoaded → loading → failed → loading → loaded")
   }
+
+  @Test func readmeOpensWithTheTwoCommandsAndEveryLinkResolves() throws {
+    let root = URL(fileURLWithPath: #filePath)
+      .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    // Only the title comes before the first code block, which holds the two set-up commands.
+    let start = try #require(lines.firstIndex { $0.hasPrefix("```") })
+    #expect(lines[..<start].allSatisfy { $0.isEmpty || $0.hasPrefix("# ") })
+    #expect(lines[start] == "```sh")
+    let commands = lines[(start + 1)...].prefix { !$0.hasPrefix("```") }.map {
+      $0.split(separator: "#", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+    }
+    #expect(commands == ["swift run MapViewer", "swift test"])
+
+    // Every relative link in the README and the playgrounds' READMEs points at a file that exists.
+    var documents = [root.appendingPathComponent("README.md")]
+    for name in ["MapViewer", "Pipelines", "Geocode"] {
+      documents.append(root.appendingPathComponent("Playgrounds/\(name)/README.md"))
+      #expect(readme.contains("](Playgrounds/\(name)/README.md)"))
+    }
+    #expect(readme.contains("](Sources/LoadableKit/LoadableKit.docc/LoadingResources.md)"))
+    #expect(readme.contains("](Sources/LoadableKit/LoadableKit.docc/ComposingLoadables.md)"))
+    for document in documents {
+      let text = try String(contentsOf: document, encoding: .utf8)
+      for match in text.matches(of: /\]\(([^)\s]+)\)/) where !match.1.contains("://") {
+        let target = document.deletingLastPathComponent().appendingPathComponent(String(match.1))
+        #expect(FileManager.default.fileExists(atPath: target.path), "\(document.lastPathComponent): \(match.1)")
+      }
+    }
+  }
 }
