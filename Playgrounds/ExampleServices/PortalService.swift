@@ -1,5 +1,3 @@
-import Synchronization
-
 /// What `/sharing/rest/portals/self` says about a portal.
 public struct PortalInfo: Codable, Sendable, Hashable {
   public var name: String
@@ -71,12 +69,12 @@ public final class PortalService: Sendable {
   /// The network in front of the portal: latency, outages.
   public let server: SimulatedServer
   private let document: Document
-  private let views: Mutex<[String: Int]>
+  private let views: Locked<[String: Int]>
 
   init(server: SimulatedServer) {
     self.server = server
     document = ExampleData.bundled(Document.self, from: "portal.json")
-    views = Mutex(Dictionary(uniqueKeysWithValues: document.items.map { ($0.id, $0.numViews) }))
+    views = Locked(Dictionary(uniqueKeysWithValues: document.items.map { ($0.id, $0.numViews) }))
   }
 
   /// `GET /sharing/rest/portals/self`

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// An HTTP-style failure from a simulated server.
 public struct ServiceError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The HTTP status code.
@@ -40,11 +38,11 @@ public final class SimulatedServer: Sendable {
 
   /// The server's name, for messages.
   public let name: String
-  private let state: Mutex<State>
+  private let state: Locked<State>
 
   public init(name: String, latency: Duration) {
     self.name = name
-    state = Mutex(State(latency: latency))
+    state = Locked(State(latency: latency))
   }
 
   /// How long every request takes.

@@ -1,5 +1,4 @@
 import LoadableKit
-import Synchronization
 
 /// Records the status changes of loadables and prints them as a tree, one line per loadable.
 ///
@@ -21,7 +20,7 @@ public final class StatusTrace: Sendable {
     var observation: LoadObservation?
   }
 
-  private let records = Mutex<[ObjectIdentifier: Record]>([:])
+  private let records = Locked<[ObjectIdentifier: Record]>([:])
 
   public init() {}
 

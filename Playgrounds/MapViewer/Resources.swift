@@ -2,7 +2,6 @@
 // what it needs (its dependencies) and how to load itself (performLoad).
 import ExampleServices
 import LoadableKit
-import Synchronization
 
 /// A portal. Loads its own description; needs nothing else.
 final class Portal: AsyncLoadable<PortalInfo>, @unchecked Sendable {
@@ -117,11 +116,11 @@ final class Map: AsyncLoadable<Map.Info>, @unchecked Sendable {
   }
 
   let basemap: Basemap
-  private let layers: Mutex<[FeatureLayer]>
+  private let layers: Locked<[FeatureLayer]>
 
   init(basemap: Basemap, operationalLayers: [FeatureLayer]) {
     self.basemap = basemap
-    layers = Mutex(operationalLayers)
+    layers = Locked(operationalLayers)
     super.init()
     addDependency(basemap)
     for layer in operationalLayers {

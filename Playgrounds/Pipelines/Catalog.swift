@@ -1,6 +1,5 @@
 import ExampleServices
 import LoadableKit
-import Synchronization
 
 /// What a layer list shows about a feature layer.
 struct LayerSummary: Sendable, CustomStringConvertible {
@@ -28,8 +27,8 @@ struct LayerSummary: Sendable, CustomStringConvertible {
 final class Catalog: Sendable {
   let portal: AsyncLoadable<PortalInfo>
   private let services: RedlandsServices
-  private let items = Mutex<[String: AsyncLoadable<PortalItemInfo>]>([:])
-  private let tables = Mutex<[String: AsyncLoadable<FeatureLayerInfo>]>([:])
+  private let items = Locked<[String: AsyncLoadable<PortalItemInfo>]>([:])
+  private let tables = Locked<[String: AsyncLoadable<FeatureLayerInfo>]>([:])
 
   init(services: RedlandsServices) {
     self.services = services
