@@ -56,7 +56,8 @@ do {
 _ = await loadAll(map.operationalLayers)  // the map does not wait for its layers; the trace does
 await trace.print(map)
 print("    The basemap needs its item and the item needs the portal: one 503 fails all three,")
-print("    and the map with them. The layers failed too, but they did not fail the map.")
+print("    and the map with them. The layers failed too, on their own: the map started them but")
+print("    did not wait for them.")
 do {
   try await map.load()
 } catch {
