@@ -304,7 +304,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Starts the task of a new attempt. The task keeps the loadable alive until it ends.
   final func launch(_ attempt: LoadStateMachine<Content>.Attempt) {
-    let task = Task {
+    let task = TaskLaunch.start {
       await withUnsafeContinuation { continuation in
         if self.state.withLock(owner: self, { $0.enterGate(continuation) }) { continuation.resume() }
       }

@@ -123,7 +123,7 @@ final class AttemptContext: Sendable {
       node.startAsIncidental(request(for: dependency))
     } else {
       let intent = intent
-      Task {
+      TaskLaunch.start {
         if intent == .retry { try? await dependency.retryLoad() } else { try? await dependency.load() }
       }
     }
