@@ -276,7 +276,8 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         switch decision {
         case .content(let content): continuation.resume(returning: content)
         case .failure(let error): continuation.resume(throwing: error)
-        case .joined, .none: break
+        case .joined(let task): task?.escalatePriority(to: Task.currentPriority)
+        case .none: break
         case .started(let attempt): launch(attempt)
         }
         deliver(event, contentChanged: false)

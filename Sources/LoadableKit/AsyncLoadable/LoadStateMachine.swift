@@ -165,8 +165,9 @@ struct LoadStateMachine<Content: Sendable> {
     case content(Delivery)
     /// Throw now.
     case failure(any Error)
-    /// The waiter joined the running attempt.
-    case joined
+    /// The waiter joined the running attempt, whose task (once started) may need its priority
+    /// raised to the caller's.
+    case joined(Task<Void, Never>?)
     /// A new attempt was created; the caller must start its task (``AsyncLoadable/launch(_:)``)
     /// after leaving the lock.
     case started(Attempt)
@@ -209,7 +210,7 @@ struct LoadStateMachine<Content: Sendable> {
           attempt.wanted = true
         }
         if let waiter { attempt.waiters.append(waiter) }
-        return (.joined, nil)
+        return (.joined(attempt.task), nil)
       }
     case .notLoaded:
       break
