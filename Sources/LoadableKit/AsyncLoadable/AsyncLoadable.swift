@@ -244,8 +244,23 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Returns the content at once when ``needsSync`` is `false`; otherwise loads it as
   /// ``fetch()`` does.
+  @inlinable
   nonisolated(nonsending) public final func fetchIfNeeded() async throws -> Content {
+    // A plain AsyncLoadable cannot have overridden needsSync or isContentAvailable, so their
+    // defaults can be evaluated in the same single read as the content.
+    if type(of: self) == AsyncLoadable<Content>.self, let content = loadedContent() { return content }
+    return try await fetchIfNeededSlowly()
+  }
+
+  @usableFromInline
+  nonisolated(nonsending) final func fetchIfNeededSlowly() async throws -> Content {
     try checkedContent(try await request(.fetchIfNeeded).content)
+  }
+
+  /// The content when the status is `.loaded` and there is content, in one read.
+  @usableFromInline
+  final func loadedContent() -> Content? {
+    state.withLock(owner: self) { $0.status == .loaded ? $0.content : nil }
   }
 
   func checkedContent(_ content: Content?) throws -> Content {
