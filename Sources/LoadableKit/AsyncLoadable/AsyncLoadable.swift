@@ -102,9 +102,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   deinit {
-    let ended = state.withLock(owner: self) { state in
-      let entries = state.observers.entries.values.compactMap(\.onEnd)
-      state.observers.entries.removeAll()
+    let ended = state.withLock(owner: self) { state -> [@Sendable () -> Void] in
+      guard let extras = state.extras else { return [] }
+      let entries = extras.observers.entries.values.compactMap(\.onEnd)
+      extras.observers.entries.removeAll()
       return entries
     }
     for end in ended { end() }
@@ -356,7 +357,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Runs ``performLoad()`` under the loadable's retry policy and timeout.
   func runPerformLoad() async throws -> Content {
-    guard let options = state.withLock(owner: self, { $0.settings?.options }) else {
+    guard let options = state.withLock(owner: self, { $0.extras?.settings?.options }) else {
       return try await performLoad()
     }
     return try await options.run { try await self.performLoad() }
@@ -390,7 +391,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Tells the derived loadables that listen that the content changed. Deep chains are notified
   /// through a trampoline so a long `map` chain cannot overflow the stack.
   final func notifyContentListeners() {
-    let listeners = state.withLock(owner: self) { Array($0.contentListeners.values) }
+    let listeners = state.withLock(owner: self) { Array($0.extras?.contentListeners.values ?? [:].values) }
     guard !listeners.isEmpty else { return }
     Trampoline.run {
       for listener in listeners { listener() }
@@ -399,14 +400,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
     state.withLock(owner: self) { state in
-      let id = state.makeID()
-      state.contentListeners[id] = listener
+      let id = nextWaiterID()
+      state.more.contentListeners[id] = listener
       return id
     }
   }
 
   final func removeContentListener(_ id: UInt64) {
-    _ = state.withLock(owner: self) { $0.contentListeners.removeValue(forKey: id) }
+    _ = state.withLock(owner: self) { $0.extras?.contentListeners.removeValue(forKey: id) }
   }
 
   /// Whether content this loadable derived from its sources is out of date; derived loadables
@@ -426,8 +427,8 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   final func drainObservers() {
-    while let batch = state.withLock(owner: self, { $0.observers.takeBatch() }) {
-      for (id, handler, status) in batch where state.withLock(owner: self, { $0.observers.entries[id] != nil }) {
+    while let batch = state.withLock(owner: self, { $0.extras?.observers.takeBatch() }) {
+      for (id, handler, status) in batch where state.withLock(owner: self, { $0.extras?.observers.entries[id] != nil }) {
         handler(status)
       }
     }
@@ -461,14 +462,14 @@ extension AsyncLoadable {
   final func addObserver(_ handler: @escaping ObserverRegistry.Handler, onEnd: (@Sendable () -> Void)?) -> UInt64 {
     let (id, drain) = state.withLock(owner: self) { state in
       let current = state.status
-      return state.observers.add(.init(handler: handler, onEnd: onEnd), current: current)
+      return state.more.observers.add(.init(handler: handler, onEnd: onEnd), current: current)
     }
     if drain { drainObservers() }
     return id
   }
 
   final func removeObserver(_ id: UInt64) {
-    let removed = state.withLock(owner: self) { $0.observers.entries.removeValue(forKey: id) }
+    let removed = state.withLock(owner: self) { $0.extras?.observers.entries.removeValue(forKey: id) }
     removed?.onEnd?()
   }
 }
