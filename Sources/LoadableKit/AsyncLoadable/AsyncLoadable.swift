@@ -102,9 +102,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   deinit {
-    let ended = state.withLock(owner: self) { state in
-      let entries = state.observers.entries.values.compactMap(\.onEnd)
-      state.observers.entries.removeAll()
+    let ended = state.withLock(owner: self) { state -> [@Sendable () -> Void] in
+      guard let extras = state.extras else { return [] }
+      let entries = extras.observers.entries.values.compactMap(\.onEnd)
+      extras.observers.entries.removeAll()
       return entries
     }
     for end in ended { end() }
@@ -244,8 +245,23 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Returns the content at once when ``needsSync`` is `false`; otherwise loads it as
   /// ``fetch()`` does.
+  @inlinable
   nonisolated(nonsending) public final func fetchIfNeeded() async throws -> Content {
+    // A plain AsyncLoadable cannot have overridden needsSync or isContentAvailable, so their
+    // defaults can be evaluated in the same single read as the content.
+    if type(of: self) == AsyncLoadable<Content>.self, let content = loadedContent() { return content }
+    return try await fetchIfNeededSlowly()
+  }
+
+  @usableFromInline
+  nonisolated(nonsending) final func fetchIfNeededSlowly() async throws -> Content {
     try checkedContent(try await request(.fetchIfNeeded).content)
+  }
+
+  /// The content when the status is `.loaded` and there is content, in one read.
+  @usableFromInline
+  final func loadedContent() -> Content? {
+    state.withLock(owner: self) { $0.status == .loaded ? $0.content : nil }
   }
 
   func checkedContent(_ content: Content?) throws -> Content {
@@ -276,7 +292,8 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         switch decision {
         case .content(let content): continuation.resume(returning: content)
         case .failure(let error): continuation.resume(throwing: error)
-        case .joined, .none: break
+        case .joined(let task): task?.escalatePriority(to: Task.currentPriority)
+        case .none: break
         case .started(let attempt): launch(attempt)
         }
         deliver(event, contentChanged: false)
@@ -304,7 +321,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Starts the task of a new attempt. The task keeps the loadable alive until it ends.
   final func launch(_ attempt: LoadStateMachine<Content>.Attempt) {
-    let task = Task {
+    let task = TaskLaunch.start {
       await withUnsafeContinuation { continuation in
         if self.state.withLock(owner: self, { $0.enterGate(continuation) }) { continuation.resume() }
       }
@@ -340,7 +357,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Runs ``performLoad()`` under the loadable's retry policy and timeout.
   func runPerformLoad() async throws -> Content {
-    guard let options = state.withLock(owner: self, { $0.settings?.options }) else {
+    guard let options = state.withLock(owner: self, { $0.extras?.settings?.options }) else {
       return try await performLoad()
     }
     return try await options.run { try await self.performLoad() }
@@ -374,7 +391,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Tells the derived loadables that listen that the content changed. Deep chains are notified
   /// through a trampoline so a long `map` chain cannot overflow the stack.
   final func notifyContentListeners() {
-    let listeners = state.withLock(owner: self) { Array($0.contentListeners.values) }
+    let listeners = state.withLock(owner: self) { Array($0.extras?.contentListeners.values ?? [:].values) }
     guard !listeners.isEmpty else { return }
     Trampoline.run {
       for listener in listeners { listener() }
@@ -383,14 +400,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
     state.withLock(owner: self) { state in
-      let id = state.makeID()
-      state.contentListeners[id] = listener
+      let id = nextWaiterID()
+      state.more.contentListeners[id] = listener
       return id
     }
   }
 
   final func removeContentListener(_ id: UInt64) {
-    _ = state.withLock(owner: self) { $0.contentListeners.removeValue(forKey: id) }
+    _ = state.withLock(owner: self) { $0.extras?.contentListeners.removeValue(forKey: id) }
   }
 
   /// Whether content this loadable derived from its sources is out of date; derived loadables
@@ -410,8 +427,8 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   final func drainObservers() {
-    while let batch = state.withLock(owner: self, { $0.observers.takeBatch() }) {
-      for (id, handler, status) in batch where state.withLock(owner: self, { $0.observers.entries[id] != nil }) {
+    while let batch = state.withLock(owner: self, { $0.extras?.observers.takeBatch() }) {
+      for (id, handler, status) in batch where state.withLock(owner: self, { $0.extras?.observers.entries[id] != nil }) {
         handler(status)
       }
     }
@@ -445,14 +462,14 @@ extension AsyncLoadable {
   final func addObserver(_ handler: @escaping ObserverRegistry.Handler, onEnd: (@Sendable () -> Void)?) -> UInt64 {
     let (id, drain) = state.withLock(owner: self) { state in
       let current = state.status
-      return state.observers.add(.init(handler: handler, onEnd: onEnd), current: current)
+      return state.more.observers.add(.init(handler: handler, onEnd: onEnd), current: current)
     }
     if drain { drainObservers() }
     return id
   }
 
   final func removeObserver(_ id: UInt64) {
-    let removed = state.withLock(owner: self) { $0.observers.entries.removeValue(forKey: id) }
+    let removed = state.withLock(owner: self) { $0.extras?.observers.entries.removeValue(forKey: id) }
     removed?.onEnd?()
   }
 }

@@ -24,13 +24,13 @@ extension AsyncLoadable {
   /// map.addDependency(layer, kind: .incidental)           // the map loads without it
   /// ```
   public func addDependency(_ dependency: any Loadable, kind: DependencyKind = .required) {
-    state.withLock(owner: self) { $0.dependencies.append((dependency, kind)) }
+    state.withLock(owner: self) { $0.more.dependencies.append((dependency, kind)) }
   }
 
   /// The declared dependencies, in the order they were added, including the parents that
   /// combinators record.
   public var dependencies: [(loadable: any Loadable, kind: DependencyKind)] {
-    state.withLock(owner: self) { $0.dependencies }
+    state.withLock(owner: self) { $0.extras?.dependencies ?? [] }
   }
 
   /// Loads `dependency` with the intent of the attempt that is running, and returns its content.
@@ -52,7 +52,7 @@ extension AsyncLoadable {
   /// Loads the declared dependencies: incidental ones are started, required ones awaited
   /// concurrently; the first failure cancels the others and fails the attempt.
   final func loadDeclaredDependencies(in context: AttemptContext) async throws {
-    let declared = state.withLock(owner: self) { $0.dependencies }
+    let declared = state.withLock(owner: self) { $0.extras?.dependencies ?? [] }
     guard !declared.isEmpty else { return }
     var required: [any Loadable] = []
     for (dependency, kind) in declared {
@@ -123,7 +123,7 @@ final class AttemptContext: Sendable {
       node.startAsIncidental(request(for: dependency))
     } else {
       let intent = intent
-      Task {
+      TaskLaunch.start {
         if intent == .retry { try? await dependency.retryLoad() } else { try? await dependency.load() }
       }
     }

@@ -137,20 +137,20 @@ final class LoadableSettings: Sendable {
 extension AsyncLoadable {
   /// Retry policy and timeout for this loadable's attempts. Applies from the next attempt.
   public var loadOptions: LoadOptions {
-    get { state.withLock(owner: self) { $0.settings?.options } ?? LoadOptions() }
+    get { state.withLock(owner: self) { $0.extras?.settings?.options } ?? LoadOptions() }
     set {
       state.withLock(owner: self) { state in
-        state.settings = LoadableSettings(options: newValue, name: state.settings?.name)
+        state.more.settings = LoadableSettings(options: newValue, name: state.extras?.settings?.name)
       }
     }
   }
 
   /// A name for debugging output such as ``dependencyTreeDescription``.
   public var name: String? {
-    get { state.withLock(owner: self) { $0.settings?.name } }
+    get { state.withLock(owner: self) { $0.extras?.settings?.name } }
     set {
       state.withLock(owner: self) { state in
-        state.settings = LoadableSettings(options: state.settings?.options, name: newValue)
+        state.more.settings = LoadableSettings(options: state.extras?.settings?.options, name: newValue)
       }
     }
   }

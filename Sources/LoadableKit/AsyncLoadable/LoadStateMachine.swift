@@ -128,19 +128,35 @@ struct LoadStateMachine<Content: Sendable> {
   var contentVersion: UInt64 = 0
   var attempt: Attempt?
   /// An attempt's task holds the gate while it runs, so `performLoad()` never runs twice at once
-  /// even when a cancelled attempt's work ignores cancellation. Tasks wait here in order.
+  /// even when a cancelled attempt's work ignores cancellation. Tasks wait in `extras.gateQueue`.
   var gateBusy = false
-  var gateQueue: [UnsafeContinuation<Void, Never>] = []
-  /// How long the last successful attempt took (for the dependency tree dump).
-  var lastDuration: Duration?
-  var nextID: UInt64 = 0
-  var observers = ObserverRegistry()
-  /// Rarely set configuration (options, name), boxed to keep an idle loadable small.
-  var settings: LoadableSettings?
-  /// Derived loadables that recompute or go stale when the content changes.
-  var contentListeners: [UInt64: @Sendable () -> Void] = [:]
-  /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
-  var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
+  /// Everything an idle loadable does not need, allocated on first use.
+  var extras: Extras?
+
+  /// The rarely used part of the state, out of line so that an idle loadable stays small.
+  /// A class, but only ever touched under the loadable's lock, as part of this state.
+  final class Extras {
+    /// How long the last successful attempt took (for the dependency tree dump).
+    var lastDuration: Duration?
+    var observers = ObserverRegistry()
+    /// Rarely set configuration (options, name).
+    var settings: LoadableSettings?
+    /// Derived loadables that recompute or go stale when the content changes.
+    var contentListeners: [UInt64: @Sendable () -> Void] = [:]
+    /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
+    var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
+    var gateQueue: [UnsafeContinuation<Void, Never>] = []
+  }
+
+  /// The out-of-line part, created on first use.
+  var more: Extras {
+    mutating get {
+      if let extras { return extras }
+      let extras = Extras()
+      self.extras = extras
+      return extras
+    }
+  }
 
   init(status: LoadStatus, content: Content?, error: (any Error)?) {
     self.status = status
@@ -148,10 +164,6 @@ struct LoadStateMachine<Content: Sendable> {
     self.error = error
   }
 
-  mutating func makeID() -> UInt64 {
-    nextID &+= 1
-    return nextID
-  }
 
   var snapshot: LoadSnapshot<Content> { LoadSnapshot(status: status, content: content, error: error) }
 
@@ -165,8 +177,9 @@ struct LoadStateMachine<Content: Sendable> {
     case content(Delivery)
     /// Throw now.
     case failure(any Error)
-    /// The waiter joined the running attempt.
-    case joined
+    /// The waiter joined the running attempt, whose task (once started) may need its priority
+    /// raised to the caller's.
+    case joined(Task<Void, Never>?)
     /// A new attempt was created; the caller must start its task (``AsyncLoadable/launch(_:)``)
     /// after leaving the lock.
     case started(Attempt)
@@ -209,14 +222,14 @@ struct LoadStateMachine<Content: Sendable> {
           attempt.wanted = true
         }
         if let waiter { attempt.waiters.append(waiter) }
-        return (.joined, nil)
+        return (.joined(attempt.task), nil)
       }
     case .notLoaded:
       break
     }
     // Start a new attempt.
     if request.waits && callerCancelled { return (.failure(CancellationError()), nil) }
-    let attempt = Attempt(id: makeID(), intent: request.intent, byDependent: byDependent, previous: self)
+    let attempt = Attempt(id: nextWaiterID(), intent: request.intent, byDependent: byDependent, previous: self)
     if let waiter {
       attempt.waiters.append(waiter)
       if case .completion = waiter.waiter { attempt.wanted = true }
@@ -235,7 +248,7 @@ struct LoadStateMachine<Content: Sendable> {
   /// Takes the gate, or queues `continuation` for it. Returns `true` when taken at once.
   mutating func enterGate(_ continuation: UnsafeContinuation<Void, Never>) -> Bool {
     if gateBusy {
-      gateQueue.append(continuation)
+      more.gateQueue.append(continuation)
       return false
     }
     gateBusy = true
@@ -244,11 +257,11 @@ struct LoadStateMachine<Content: Sendable> {
 
   /// Hands the gate to the next task in line, if any; that task must be resumed.
   mutating func leaveGate() -> UnsafeContinuation<Void, Never>? {
-    if gateQueue.isEmpty {
+    guard let extras, !extras.gateQueue.isEmpty else {
       gateBusy = false
       return nil
     }
-    return gateQueue.removeFirst()
+    return extras.gateQueue.removeFirst()
   }
 
   /// The answer to a request that needs no waiting and changes nothing, or `nil`.
@@ -284,7 +297,7 @@ struct LoadStateMachine<Content: Sendable> {
       content = value
       error = nil
       contentVersion &+= 1
-      lastDuration = attempt.started.duration(to: now)
+      more.lastDuration = attempt.started.duration(to: now)
       effects.result = .success(delivery)
       effects.event = setStatus(.loaded)
       effects.changedContent = true
@@ -338,7 +351,7 @@ struct LoadStateMachine<Content: Sendable> {
     let old = status
     status = newStatus
     guard old != newStatus else { return nil }
-    let start = observers.enqueueChange(newStatus)
+    let start = extras?.observers.enqueueChange(newStatus) ?? false
     return StatusEvent(status: newStatus, startDelivery: start)
   }
 }

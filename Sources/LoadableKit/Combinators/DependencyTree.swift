@@ -67,7 +67,7 @@ protocol TreeDescribable {
 extension AsyncLoadable: TreeDescribable {
   var treeInfo: (label: String, duration: Duration?, children: [(loadable: any Loadable, kind: DependencyKind)]) {
     let (name, duration, dependencies) = state.withLock(owner: self) {
-      ($0.settings?.name, $0.lastDuration, $0.dependencies)
+      ($0.extras?.settings?.name, $0.extras?.lastDuration, $0.extras?.dependencies ?? [])
     }
     var children = dependencies
     if let derived = self as? any InnerSourceProviding, let inner = derived.innerLoadable {

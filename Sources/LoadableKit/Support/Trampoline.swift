@@ -10,7 +10,7 @@ enum Trampoline {
     if depth < maximumDepth {
       $depth.withValue(depth + 1) { work() }
     } else {
-      Task { $depth.withValue(0) { work() } }
+      TaskLaunch.start { $depth.withValue(0) { work() } }
     }
   }
 }
