@@ -630,6 +630,21 @@ struct ContentLoaderTests {
     #expect(await events.next(3) == [event(.loading(1)), event(.loaded(1, "two", 2)), event(.evicted(1))])
   }
 
+  @Test func keyedLoadablesComposeWithTheCombinators() async throws {
+    let source = KeyedSource()
+    let loader = makeLoader(source)
+    let pair = zip(loader.loadable(for: 1), loader.loadable(for: 2)).map { "\($0)+\($1)" }
+    let fetch = Task { try await pair.fetch() }
+    await source.waitForStarts(2)
+    #expect(loader.snapshot(for: 1)?.status == .loading && loader.snapshot(for: 2)?.status == .loading)
+    source.resolve(1, "a", version: 1)
+    source.resolve(2, "b", version: 1)
+    #expect(try await fetch.outcome == "a+b")
+    // Loaded keys answer a derived loadable without loading again.
+    #expect(try await loader.loadable(for: 1).map { $0.uppercased() }.fetchIfNeeded() == "A")
+    #expect(source.stats.started == 2)
+  }
+
   @Test func aNewLoadableTakesTheLoadedValueWithoutLoading() async throws {
     let source = KeyedSource()
     let loader = makeLoader(source)
