@@ -530,6 +530,25 @@ struct ContentLoaderTests {
     #expect(await events.next(3) == [event(.loading(1)), event(.cancelled(1)), "end"])
   }
 
+  @Test func aLoaderWithClaimsHandlersAndLoadablesIsFreedOnceDropped() async throws {
+    let source = KeyedSource()
+    var loader: Loader? = makeLoader(source)
+    var events = Reader(loader!.events)
+    do {
+      let loadable = loader!.loadable(for: 1)
+      let claim = loader!.begin(1) { _ in }
+      var updates = Reader(claim.updates)
+      await source.waitForStarts(1)
+      source.resolve(1, "one", version: 1)
+      await updates.skip(until: snap(1, .loaded, "one", 1))
+      #expect(try await loadable.fetchIfNeeded() == "one")
+      claim.end()
+    }
+    loader = nil
+    // The event stream finishes only when the loader is deallocated.
+    await events.skip(until: "end")
+  }
+
   // MARK: - The keyed loadable
 
   @Test func theKeyedLoadableMirrorsClaimedLoads() async throws {
