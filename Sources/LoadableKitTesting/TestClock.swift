@@ -1,3 +1,4 @@
+import LoadableKit
 import Synchronization
 
 /// A `Clock` whose time moves only when a test says so.
@@ -44,30 +45,30 @@ public final class TestClock: Clock, Sendable {
   public init() {}
 
   /// The current instant; it changes only through ``advance(by:)``, ``advance(to:)`` and ``run()``.
-  public var now: Instant { state.withLock { $0.now } }
+  public var now: Instant { state.withLock(owner: self) { $0.now } }
 
   /// `.zero`: a test clock is exact.
   public var minimumResolution: Duration { .zero }
 
   /// The number of tasks currently suspended in ``sleep(until:tolerance:)``.
-  public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+  public var sleeperCount: Int { state.withLock(owner: self) { $0.sleepers.count } }
 
   /// The deadlines of the tasks currently sleeping, earliest first.
   public var pendingDeadlines: [Instant] {
-    state.withLock { $0.sleepers.map(\.deadline).sorted() }
+    state.withLock(owner: self) { $0.sleepers.map(\.deadline).sorted() }
   }
 
   /// Suspends until the clock reaches `deadline`, or throws `CancellationError` when the calling
   /// task is cancelled.
   public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-    let id = state.withLock { state -> UInt64 in
+    let id = state.withLock(owner: self) { state -> UInt64 in
       state.nextID += 1
       return state.nextID
     }
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
         enum Outcome { case wait, ready, cancelled }
-        let (outcome, wake) = state.withLock { state -> (Outcome, [UnsafeContinuation<Void, Never>]) in
+        let (outcome, wake) = state.withLock(owner: self) { state -> (Outcome, [UnsafeContinuation<Void, Never>]) in
           if state.cancelled.remove(id) != nil || Task.isCancelled { return (.cancelled, []) }
           if deadline <= state.now { return (.ready, []) }
           state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
@@ -81,7 +82,7 @@ public final class TestClock: Clock, Sendable {
         }
       }
     } onCancel: {
-      let sleeper = state.withLock { state -> Sleeper? in
+      let sleeper = state.withLock(owner: self) { state -> Sleeper? in
         if let index = state.sleepers.firstIndex(where: { $0.id == id }) {
           return state.sleepers.remove(at: index)
         }
@@ -98,7 +99,7 @@ public final class TestClock: Clock, Sendable {
   /// hoping the other task got there.
   public func waitForSleepers(_ count: Int = 1) async {
     await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let ready = state.withLock { state -> Bool in
+      let ready = state.withLock(owner: self) { state -> Bool in
         if state.sleepers.count >= count { return true }
         state.countWaiters.append((count, continuation))
         return false
@@ -117,7 +118,7 @@ public final class TestClock: Clock, Sendable {
   /// first. Between resumptions it yields so that resumed tasks may sleep again.
   public func advance(to deadline: Instant) async {
     while true {
-      let due = state.withLock { state -> Sleeper? in
+      let due = state.withLock(owner: self) { state -> Sleeper? in
         guard let index = state.sleepers.indices.min(by: { state.sleepers[$0].deadline < state.sleepers[$1].deadline }),
           state.sleepers[index].deadline <= deadline
         else {

@@ -91,7 +91,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   deinit {
-    let ended = state.withLock { state in
+    let ended = state.withLock(owner: self) { state in
       let entries = state.observers.entries.values.compactMap(\.onEnd)
       state.observers.entries.removeAll()
       return entries
@@ -121,29 +121,32 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// The current status. Observable.
   public var loadStatus: LoadStatus {
     registrar.access(self, keyPath: \.loadStatus)
-    return state.withLock { $0.status }
+    return state.withLock(owner: self) { $0.status }
   }
 
   /// The error of the last attempt; non-`nil` exactly when ``loadStatus`` is ``LoadStatus/failed``.
   /// Observable.
   public var loadError: (any Error)? {
     registrar.access(self, keyPath: \.loadError)
-    return state.withLock { $0.status == .failed ? $0.error : nil }
+    return state.withLock(owner: self) { $0.status == .failed ? $0.error : nil }
   }
 
   /// The content of the last successful attempt. It stays readable during a refresh and after a
   /// failed one. Observable.
   public var content: Content? {
     registrar.access(self, keyPath: \.content)
-    return state.withLock { $0.content }
+    return state.withLock(owner: self) { $0.content }
   }
 
   /// Status, content and error read together, in one step.
   public var snapshot: LoadSnapshot<Content> {
     registrar.access(self, keyPath: \.loadStatus)
     registrar.access(self, keyPath: \.content)
-    return state.withLock { $0.snapshot }
+    return state.withLock(owner: self) { $0.snapshot }
   }
+
+  /// How many callers and completion handlers wait for the running attempt (for tests).
+  var waiterCount: Int { state.withLock(owner: self) { $0.attempt?.waiters.count ?? 0 } }
 
   /// Whether there is usable content. The default is `content != nil`; override it to add
   /// conditions (an empty list, an expired token).
@@ -155,7 +158,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// or ``LoadStatus/notLoaded``, or the content is stale because a parent's content changed.
   open var needsSync: Bool {
     let available = isContentAvailable
-    let (status, stale) = state.withLock { ($0.status, $0.isStale) }
+    let (status, stale) = state.withLock(owner: self) { ($0.status, $0.isStale) }
     return !available || status == .failed || status == .notLoaded || stale
   }
 
@@ -292,11 +295,11 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   final func launch(_ attempt: LoadStateMachine<Content>.Attempt) {
     let task = Task {
       await withUnsafeContinuation { continuation in
-        if self.state.withLock({ $0.enterGate(continuation) }) { continuation.resume() }
+        if self.state.withLock(owner: self, { $0.enterGate(continuation) }) { continuation.resume() }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
       let result: Result<Content, any Error> =
-        if self.state.withLock({ $0.attempt === attempt }) {
+        if self.state.withLock(owner: self, { $0.attempt === attempt }) {
           await self.runAttempt(attempt.intent)
         } else {
           .failure(CancellationError())
@@ -333,7 +336,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   @usableFromInline
   final func withState<R>(_ body: (inout LoadStateMachine<Content>) -> R) -> R {
-    state.withLock { state in
+    state.withLock(owner: self) { state in
       let result = body(&state)
       statusMirror.store(state.status.code, ordering: .releasing)
       return result
@@ -367,8 +370,8 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   final func drainObservers() {
-    while let batch = state.withLock({ $0.observers.takeBatch() }) {
-      for (id, handler, status) in batch where state.withLock({ $0.observers.entries[id] != nil }) {
+    while let batch = state.withLock(owner: self, { $0.observers.takeBatch() }) {
+      for (id, handler, status) in batch where state.withLock(owner: self, { $0.observers.entries[id] != nil }) {
         handler(status)
       }
     }
@@ -400,7 +403,7 @@ extension AsyncLoadable {
   }
 
   final func addObserver(_ handler: @escaping ObserverRegistry.Handler, onEnd: (@Sendable () -> Void)?) -> UInt64 {
-    let (id, drain) = state.withLock { state in
+    let (id, drain) = state.withLock(owner: self) { state in
       let current = state.status
       return state.observers.add(.init(handler: handler, onEnd: onEnd), current: current)
     }
@@ -409,7 +412,7 @@ extension AsyncLoadable {
   }
 
   final func removeObserver(_ id: UInt64) {
-    let removed = state.withLock { $0.observers.entries.removeValue(forKey: id) }
+    let removed = state.withLock(owner: self) { $0.observers.entries.removeValue(forKey: id) }
     removed?.onEnd?()
   }
 }
@@ -426,7 +429,7 @@ public final class LoadObservation: Sendable {
 
   /// Ends the observation. Calling it again does nothing.
   public func cancel() {
-    let action = onCancel.withLock { action in
+    let action = onCancel.withLock(owner: self) { action in
       defer { action = nil }
       return action
     }

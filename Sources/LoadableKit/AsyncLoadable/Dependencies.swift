@@ -24,13 +24,13 @@ extension AsyncLoadable {
   /// map.addDependency(layer, kind: .incidental)           // the map loads without it
   /// ```
   public func addDependency(_ dependency: any Loadable, kind: DependencyKind = .required) {
-    state.withLock { $0.dependencies.append((dependency, kind)) }
+    state.withLock(owner: self) { $0.dependencies.append((dependency, kind)) }
   }
 
   /// The declared dependencies, in the order they were added, including the parents that
   /// combinators record.
   public var dependencies: [(loadable: any Loadable, kind: DependencyKind)] {
-    state.withLock { $0.dependencies }
+    state.withLock(owner: self) { $0.dependencies }
   }
 
   /// Loads `dependency` with the intent of the attempt that is running, and returns its content.
@@ -52,7 +52,7 @@ extension AsyncLoadable {
   /// Loads the declared dependencies: incidental ones are started, required ones awaited
   /// concurrently; the first failure cancels the others and fails the attempt.
   final func loadDeclaredDependencies(in context: AttemptContext) async throws {
-    let declared = state.withLock { $0.dependencies }
+    let declared = state.withLock(owner: self) { $0.dependencies }
     guard !declared.isEmpty else { return }
     var required: [any Loadable] = []
     for (dependency, kind) in declared {
@@ -82,7 +82,7 @@ final class AttemptContext: Sendable {
 
   /// The request for `dependency`: the attempt's intent the first time, a plain load after that.
   func request(for dependency: AnyObject) -> LoadRequest {
-    let first = claimed.withLock { $0.insert(ObjectIdentifier(dependency)).inserted }
+    let first = claimed.withLock(owner: self) { $0.insert(ObjectIdentifier(dependency)).inserted }
     return first ? intent.dependencyRequest : .load
   }
 
@@ -158,10 +158,12 @@ enum WaitGraph {
   }
 
   private static let edges = Mutex<[ObjectIdentifier: [ObjectIdentifier: Int]]>([:])
+  private static let lockOwner = LockOwner()
+  private final class LockOwner: Sendable {}
 
   static func enter(from: AnyObject, to: AnyObject) throws -> Edge {
     let edge = Edge(from: ObjectIdentifier(from), to: ObjectIdentifier(to))
-    let cycle = edges.withLock { edges -> Bool in
+    let cycle = edges.withLock(owner: lockOwner) { edges -> Bool in
       if reaches(edge.to, edge.from, in: edges) { return true }
       edges[edge.from, default: [:]][edge.to, default: 0] += 1
       return false
@@ -175,7 +177,7 @@ enum WaitGraph {
   }
 
   static func leave(_ edge: Edge) {
-    edges.withLock { edges in
+    edges.withLock(owner: lockOwner) { edges in
       guard let count = edges[edge.from]?[edge.to] else { return }
       if count > 1 {
         edges[edge.from]![edge.to] = count - 1

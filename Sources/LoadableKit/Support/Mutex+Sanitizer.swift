@@ -1,0 +1,55 @@
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// ThreadSanitizer's happens-before annotations, looked up once at run time.
+///
+/// `Synchronization.Mutex` locks with futexes inside the standard library, which is not built with
+/// the sanitizer, so ThreadSanitizer cannot see that two critical sections are ordered and reports
+/// every access to a mutex-protected value as a race. ``Mutex/withLock(owner:_:)`` tells it: after
+/// the lock is taken it *acquires* the owner's address, and before the lock is released it
+/// *releases* it. Without the sanitizer the symbols are absent and each annotation is one load
+/// and one branch.
+@usableFromInline
+enum SanitizerAnnotations {
+  @usableFromInline typealias Annotation = @convention(c) (UnsafeRawPointer?) -> Void
+
+  @usableFromInline static let acquire: Annotation? = lookup("__tsan_acquire")
+  @usableFromInline static let release: Annotation? = lookup("__tsan_release")
+
+  private static func lookup(_ name: String) -> Annotation? {
+    #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+      #if canImport(Darwin)
+        let handle = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT
+      #else
+        let handle: UnsafeMutableRawPointer? = nil  // RTLD_DEFAULT
+      #endif
+      return dlsym(handle, name).map { unsafeBitCast($0, to: Annotation.self) }
+    #else
+      return nil
+    #endif
+  }
+}
+
+extension Mutex where Value: ~Copyable {
+  /// `withLock(_:)`, with the critical section made visible to ThreadSanitizer.
+  ///
+  /// - Parameter owner: the object that owns the mutex; its address names the critical section.
+  @inlinable
+  package borrowing func withLock<Result>(
+    owner: AnyObject, _ body: (inout sending Value) throws -> sending Result
+  ) rethrows -> sending Result {
+    let address = UnsafeRawPointer(Unmanaged.passUnretained(owner).toOpaque())
+    return try withLock { value in
+      SanitizerAnnotations.acquire?(address)
+      defer { SanitizerAnnotations.release?(address) }
+      return try body(&value)
+    }
+  }
+}

@@ -1,0 +1,143 @@
+import LoadableKit
+import Synchronization
+
+/// A load operation that a test finishes by hand.
+///
+/// Each call of ``operation`` is one *attempt*: it suspends until the test calls ``resolve(_:)``
+/// or ``fail(_:)``, and counts itself in ``startCount``. Use it to put an ``AsyncLoadable`` in any
+/// state at a moment of your choosing, without sleeps:
+///
+/// ```swift
+/// let control = ControlledLoad<Int>()
+/// let loadable = AsyncLoadable(control.operation)
+/// async let value = loadable.fetch()
+/// await control.waitForStart()         // the attempt is running
+/// control.resolve(42)                  // and now it returns
+/// #expect(try await value == 42)
+/// #expect(control.startCount == 1)
+/// ```
+///
+/// Attempts are resolved in the order they started. By default an attempt whose task is cancelled
+/// throws `CancellationError` at once; with `ignoresCancellation: true` it keeps waiting for the
+/// test, like work that does not check for cancellation.
+public final class ControlledLoad<Value: Sendable>: Sendable {
+  private struct Pending {
+    var id: UInt64
+    var continuation: UnsafeContinuation<Value, any Error>
+  }
+
+  private struct State {
+    var nextID: UInt64 = 0
+    var started = 0
+    var cancelled = 0
+    var running = 0
+    var maxRunning = 0
+    var pending: [Pending] = []
+    var cancelledEarly: Set<UInt64> = []
+    var startWaiters: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+  }
+
+  private let state = Mutex(State())
+  private let ignoresCancellation: Bool
+
+  /// Creates a controlled load.
+  /// - Parameter ignoresCancellation: when `true`, a cancelled attempt keeps waiting for
+  ///   ``resolve(_:)`` or ``fail(_:)`` instead of throwing `CancellationError`.
+  public init(ignoresCancellation: Bool = false) {
+    self.ignoresCancellation = ignoresCancellation
+  }
+
+  /// The operation to give to ``AsyncLoadable/init(_:)``.
+  public var operation: @Sendable () async throws -> Value {
+    { [self] in try await self.run() }
+  }
+
+  /// A new loadable driven by this control.
+  public func makeLoadable() -> AsyncLoadable<Value> { AsyncLoadable(operation) }
+
+  /// How many attempts have started.
+  public var startCount: Int { state.withLock(owner: self) { $0.started } }
+  /// How many attempts are waiting for the test.
+  public var pendingCount: Int { state.withLock(owner: self) { $0.pending.count } }
+  /// How many attempts ended because their task was cancelled.
+  public var cancelledCount: Int { state.withLock(owner: self) { $0.cancelled } }
+  /// The largest number of attempts that ever ran at the same time.
+  public var maxConcurrentAttempts: Int { state.withLock(owner: self) { $0.maxRunning } }
+
+  /// Waits until at least `count` attempts have started in total.
+  public func waitForStart(_ count: Int = 1) async {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let ready = state.withLock(owner: self) { state in
+        if state.started >= count { return true }
+        state.startWaiters.append((count, continuation))
+        return false
+      }
+      if ready { continuation.resume() }
+    }
+  }
+
+  /// Ends the oldest waiting attempt with `value`.
+  /// - Returns: `false` when no attempt was waiting.
+  @discardableResult
+  public func resolve(_ value: Value) -> Bool {
+    guard let pending = takeOldest() else { return false }
+    pending.continuation.resume(returning: value)
+    return true
+  }
+
+  /// Ends the oldest waiting attempt with `error`.
+  /// - Returns: `false` when no attempt was waiting.
+  @discardableResult
+  public func fail(_ error: any Error) -> Bool {
+    guard let pending = takeOldest() else { return false }
+    pending.continuation.resume(throwing: error)
+    return true
+  }
+
+  private func takeOldest() -> Pending? {
+    state.withLock(owner: self) { $0.pending.isEmpty ? nil : $0.pending.removeFirst() }
+  }
+
+  private func run() async throws -> Value {
+    let id = state.withLock(owner: self) { state -> UInt64 in
+      state.nextID += 1
+      state.running += 1
+      state.maxRunning = max(state.maxRunning, state.running)
+      return state.nextID
+    }
+    defer { state.withLock(owner: self) { $0.running -= 1 } }
+    let body = {
+      try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
+        let (cancelled, ready) = self.state.withLock(owner: self) { state -> (Bool, [UnsafeContinuation<Void, Never>]) in
+          state.started += 1
+          var ready: [UnsafeContinuation<Void, Never>] = []
+          state.startWaiters.removeAll { waiter in
+            guard state.started >= waiter.count else { return false }
+            ready.append(waiter.continuation)
+            return true
+          }
+          if state.cancelledEarly.remove(id) != nil {
+            state.cancelled += 1
+            return (true, ready)
+          }
+          state.pending.append(Pending(id: id, continuation: continuation))
+          return (false, ready)
+        }
+        for waiter in ready { waiter.resume() }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
+      }
+    }
+    if ignoresCancellation { return try await body() }
+    return try await withTaskCancellationHandler(operation: body) {
+      let pending = state.withLock(owner: self) { state -> Pending? in
+        if let index = state.pending.firstIndex(where: { $0.id == id }) {
+          state.cancelled += 1
+          return state.pending.remove(at: index)
+        }
+        state.cancelledEarly.insert(id)
+        return nil
+      }
+      pending?.continuation.resume(throwing: CancellationError())
+    }
+  }
+}

@@ -1,0 +1,326 @@
+@testable import LoadableKit
+import LoadableKitTesting
+import Observation
+import Synchronization
+import Testing
+
+@Suite("AsyncLoadable", .timeLimit(.minutes(1)))
+struct AsyncLoadableTests {
+  @Test func tenThousandCallersShareOneAttempt() async throws {
+    let control = ControlledLoad<Int>()
+    let loadable = control.makeLoadable()
+    let callers = 10_000
+    try await withThrowingTaskGroup(of: Int.self) { group in
+      for _ in 0..<callers {
+        group.addTask { try await loadable.fetchIfNeeded() }
+      }
+      await eventually { loadable.waiterCount == callers }
+      #expect(control.startCount == 1)
+      control.resolve(7)
+      var results = 0
+      for try await value in group {
+        #expect(value == 7)
+        results += 1
+      }
+      #expect(results == callers)
+    }
+    #expect(control.startCount == 1)
+    #expect(control.maxConcurrentAttempts == 1)
+  }
+
+  @Test func cancellingACallerLeavesTheAttemptToTheOthers() async throws {
+    let (loadable, control) = try await makeLoadable(in: .notLoaded)
+    let first = Task { try await loadable.fetch() }
+    let second = Task { try await loadable.fetch() }
+    await eventually { loadable.waiterCount == 2 }
+    first.cancel()
+    await #expect(throws: CancellationError.self) { try await first.value }
+    #expect(loadable.waiterCount == 1)
+    #expect(loadable.loadStatus == .loading)
+    #expect(control.cancelledCount == 0, "the attempt itself goes on")
+    control.resolve(3)
+    #expect(try await second.value == 3)
+    #expect(loadable.loadStatus == .loaded)
+  }
+
+  @Test func aCallerCancelledBeforeItAsksDoesNotStartAnAttempt() async throws {
+    let (loadable, control) = try await makeLoadable(in: .notLoaded)
+    let caller = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      try await loadable.load()
+    }
+    await #expect(throws: CancellationError.self) { try await caller.value }
+    #expect(loadable.loadStatus == .notLoaded)
+    #expect(control.startCount == 0)
+  }
+
+  @Test func cancelLoadFailsEveryWaiter() async throws {
+    let (loadable, control) = try await makeLoadable(in: .notLoaded)
+    let outcomes = Recorder<Bool>()
+    let completions = Recorder<Bool>()
+    let waiters = (0..<100).map { _ in
+      Task {
+        do {
+          try await loadable.load()
+          outcomes.append(false)
+        } catch is CancellationError {
+          outcomes.append(true)
+        }
+      }
+    }
+    loadable.load { error in completions.append(error is CancellationError) }
+    await eventually { loadable.waiterCount == 101 }
+    loadable.cancelLoad()
+    for waiter in waiters { _ = await waiter.result }
+    #expect(outcomes.values == Array(repeating: true, count: 100))
+    #expect(completions.values == [true])
+    #expect(loadable.loadStatus == .failed)
+    #expect(loadable.loadError is CancellationError)
+    await eventually { control.cancelledCount == 1 }
+    await #expect(throws: CancellationError.self) { try await loadable.load() }
+  }
+
+  @Test func aResultAfterCancelIsDroppedAndAttemptsNeverOverlap() async throws {
+    let (loadable, control) = try await makeLoadable(in: .loading, ignoresCancellation: true)
+    loadable.cancelLoad()
+    #expect(loadable.loadStatus == .failed)
+    let retry = Task { try await loadable.retryLoad() }
+    await eventually { loadable.waiterCount == 1 }
+    // The cancelled work is still running, so the new attempt waits for it.
+    #expect(control.startCount == 1)
+    control.resolve(99)
+    await control.waitForStart(2)
+    #expect(loadable.content == nil, "the late result was dropped")
+    #expect(loadable.loadStatus == .loading)
+    control.resolve(5)
+    try await retry.value
+    #expect(loadable.content == 5)
+    #expect(control.maxConcurrentAttempts == 1)
+  }
+
+  @Test func aDroppedLoadableLivesUntilItsAttemptEndsAndNoLonger() async throws {
+    let control = ControlledLoad<Int>()
+    weak var weakLoadable: AsyncLoadable<Int>?
+    let observed = Recorder<LoadStatus>()
+    var observation: LoadObservation?
+    do {
+      let loadable = control.makeLoadable()
+      weakLoadable = loadable
+      observation = loadable.observeLoadStatus { observed.append($0) }
+      loadable.sync()
+    }
+    await control.waitForStart()
+    #expect(weakLoadable != nil, "a running attempt keeps its loadable alive")
+    control.resolve(1)
+    await eventually { weakLoadable == nil }
+    #expect(observed.values == [.notLoaded, .loading, .loaded])
+    observation?.cancel()
+  }
+
+  @Test func refreshKeepsContentAndAFailedRefreshIsSticky() async throws {
+    let (loadable, control) = try await makeLoadable(in: .loaded)
+    let refresh = Task { try await loadable.fetch() }
+    await control.waitForStart(2)
+    #expect(loadable.loadStatus == .loading)
+    #expect(loadable.content == 1)
+    // fetchIfNeeded answers with the old content during a refresh.
+    #expect(try await loadable.fetchIfNeeded() == 1)
+    control.fail(Boom(code: 2))
+    await #expect(throws: Boom(code: 2)) { try await refresh.value }
+    #expect(loadable.loadStatus == .failed)
+    #expect(loadable.content == 1, "a failed refresh keeps the old content")
+    #expect(loadable.loadError as? Boom == Boom(code: 2))
+    await #expect(throws: Boom(code: 2)) { try await loadable.load() }
+    #expect(control.startCount == 2)
+    let retry = Task { try await loadable.retryLoad() }
+    await control.waitForStart(3)
+    control.resolve(3)
+    try await retry.value
+    #expect(loadable.content == 3)
+    #expect(loadable.loadError == nil)
+  }
+
+  @Test func constantsStayConstant() async throws {
+    let loaded = AsyncLoadable(content: "map")
+    #expect(loaded.loadStatus == .loaded)
+    #expect(try await loaded.fetch() == "map")
+    #expect(loaded.content == "map")
+
+    let failed = AsyncLoadable<String>(error: Boom(code: 9))
+    #expect(failed.loadStatus == .failed)
+    await #expect(throws: Boom(code: 9)) { try await failed.load() }
+    await #expect(throws: Boom(code: 9)) { try await failed.retryLoad() }
+    #expect(failed.loadStatus == .failed)
+    #expect(failed.loadError as? Boom == Boom(code: 9))
+  }
+
+  @Test func fetchThrowsNoContentWhenContentIsUnavailable() async throws {
+    final class EmptyList: AsyncLoadable<[Int]>, @unchecked Sendable {
+      override func performLoad() async throws -> [Int] { [] }
+      override var isContentAvailable: Bool { !(content ?? []).isEmpty }
+    }
+    let list = EmptyList()
+    await #expect(throws: LoadableError.noContent) { try await list.fetch() }
+    #expect(list.loadStatus == .loaded, "the attempt itself succeeded")
+    #expect(list.needsSync)
+  }
+
+  @Test func subclassHookRunsOncePerAttempt() async throws {
+    final class Counter: AsyncLoadable<Int>, @unchecked Sendable {
+      let calls = Atomic<Int>(0)
+      override func performLoad() async throws -> Int {
+        calls.wrappingAdd(1, ordering: .relaxed).newValue
+      }
+    }
+    let counter = Counter()
+    try await counter.load()
+    try await counter.load()
+    #expect(try await counter.fetchIfNeeded() == 1)
+    #expect(try await counter.fetch() == 2)
+    #expect(counter.calls.load(ordering: .relaxed) == 2)
+  }
+
+  @Test func completionHandlersRunOnceAfterTheCallReturned() async throws {
+    let (loadable, control) = try await makeLoadable(in: .notLoaded)
+    let registered = Atomic<Bool>(false)
+    let calls = Recorder<Bool>()
+    loadable.load { error in calls.append(error == nil && registered.load(ordering: .acquiring)) }
+    registered.store(true, ordering: .releasing)
+    await control.waitForStart()
+    #expect(calls.count == 0)
+    control.resolve(1)
+    await eventually { calls.count == 1 }
+    #expect(calls.values == [true])
+    // Known answers are delivered at once.
+    loadable.retryLoad { error in calls.append(error == nil) }
+    #expect(calls.values == [true, true])
+  }
+
+  @Test func syncIfNeededRefreshesStaleContent() async throws {
+    final class Expiring: AsyncLoadable<Int>, @unchecked Sendable {
+      let expired = Atomic<Bool>(false)
+      let control: ControlledLoad<Int>
+      init(control: ControlledLoad<Int>) {
+        self.control = control
+        super.init()
+      }
+      override func performLoad() async throws -> Int { try await control.operation() }
+      override var needsSync: Bool { super.needsSync || expired.load(ordering: .relaxed) }
+    }
+    let control = ControlledLoad<Int>()
+    let token = Expiring(control: control)
+    token.syncIfNeeded()
+    await control.waitForStart()
+    control.resolve(1)
+    await eventually { token.loadStatus == .loaded }
+    token.syncIfNeeded()
+    #expect(token.loadStatus == .loaded)
+    token.expired.store(true, ordering: .relaxed)
+    token.syncIfNeeded()
+    #expect(token.loadStatus == .loading)
+    #expect(token.content == 1)
+    await control.waitForStart(2)
+    control.resolve(2)
+    await eventually { token.loadStatus == .loaded }
+    #expect(token.content == 2)
+  }
+
+  @Test func snapshotIsConsistent() async throws {
+    let (loadable, _) = try await makeLoadable(in: .failed)
+    let snapshot = loadable.snapshot
+    #expect(snapshot.status == .failed)
+    #expect(snapshot.content == nil)
+    #expect(snapshot.error as? Boom == Boom(code: 1))
+  }
+
+  @Test func loadableErrorsCompareByCode() {
+    let custom = LoadableError(code: .timedOut, message: "portal took 30 s")
+    #expect(custom == .timedOut)
+    #expect(custom != .noContent)
+    #expect(Set([custom, LoadableError.timedOut]).count == 1)
+    #expect("\(custom)".contains("portal took 30 s"))
+    #expect(LoadStatus.loading.description == "loading")
+  }
+
+  @Test func aLoadableWithoutAnOperationTraps() async {
+    await #expect(processExitsWith: .failure) {
+      let loadable = AsyncLoadable<Int>()
+      try? await loadable.load()
+    }
+  }
+}
+
+@Suite("Observation", .timeLimit(.minutes(1)))
+struct ObservationTests {
+  @Test func streamSeesCurrentStatusThenEveryChange() async throws {
+    let (loadable, control) = try await makeLoadable(in: .loaded)
+    var iterator = loadable.loadStatusUpdates.makeAsyncIterator()
+    #expect(await iterator.next() == .loaded)
+    loadable.sync()
+    await control.waitForStart(2)
+    control.fail(Boom())
+    await eventually { loadable.loadStatus == .failed }
+    let retry = Task { try await loadable.retryLoad() }
+    await control.waitForStart(3)
+    control.resolve(4)
+    try await retry.value
+    var seen: [LoadStatus] = []
+    for _ in 0..<4 { seen.append(await iterator.next()!) }
+    #expect(seen == [.loading, .failed, .loading, .loaded])
+  }
+
+  @Test func handlersSeeEveryChangeInOrderAndMayReenter() async throws {
+    let (loadable, control) = try await makeLoadable(in: .notLoaded)
+    let seen = Recorder<LoadStatus>()
+    let observation = loadable.observeLoadStatus { status in
+      // Re-entering the loadable from a handler must not deadlock.
+      seen.append(loadable.loadStatus == status ? status : status)
+      if status == .failed { loadable.sync() }
+    }
+    #expect(seen.values == [.notLoaded])
+    loadable.sync()
+    await control.waitForStart()
+    control.fail(Boom())
+    await control.waitForStart(2)  // the handler restarted it
+    control.resolve(1)
+    await eventually { seen.count == 5 }
+    #expect(seen.values == [.notLoaded, .loading, .failed, .loading, .loaded])
+    observation.cancel()
+    loadable.sync()
+    await control.waitForStart(3)
+    control.resolve(2)
+    await eventually { loadable.loadStatus == .loaded }
+    #expect(seen.count == 5, "a cancelled observation hears nothing more")
+  }
+
+  @Test func aDeallocatedLoadableEndsItsStreams() async {
+    var loadable: AsyncLoadable<Int>? = AsyncLoadable { 1 }
+    let stream = loadable!.loadStatusUpdates
+    loadable = nil
+    var statuses: [LoadStatus] = []
+    for await status in stream { statuses.append(status) }
+    #expect(statuses == [.notLoaded])
+  }
+
+  @Test func observationTrackingFiresOnStatusChange() async throws {
+    let (loadable, control) = try await makeLoadable(in: .notLoaded)
+    let fired = Recorder<Bool>()
+    withObservationTracking {
+      _ = loadable.loadStatus
+    } onChange: {
+      fired.append(true)
+    }
+    #expect(fired.count == 0)
+    loadable.sync()
+    #expect(fired.count == 1)
+    let contentFired = Recorder<Bool>()
+    withObservationTracking {
+      _ = loadable.content
+    } onChange: {
+      contentFired.append(true)
+    }
+    await control.waitForStart()
+    control.resolve(1)
+    await eventually { contentFired.count == 1 }
+  }
+}

@@ -1,0 +1,78 @@
+@testable import LoadableKit
+import Synchronization
+import Testing
+
+/// A loadable whose attempts yield a few times, fail now and then, and record how many ran at once.
+final class Flaky: AsyncLoadable<Int>, @unchecked Sendable {
+  let running = Atomic<Int>(0)
+  let maxRunning = Atomic<Int>(0)
+  let attempts = Atomic<Int>(0)
+
+  override func performLoad() async throws -> Int {
+    let now = running.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
+    maxRunning.max(now, ordering: .relaxed)
+    defer { running.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
+    let attempt = attempts.wrappingAdd(1, ordering: .relaxed).newValue
+    for _ in 0..<(attempt % 4) { await Task.yield() }
+    if attempt % 3 == 0 { throw Boom(code: attempt) }
+    return attempt
+  }
+}
+
+@Suite("Stress", .timeLimit(.minutes(2)))
+struct StressTests {
+  @Test(arguments: [1, 2, 3])
+  func mixedOperationsKeepTheInvariants(seed: UInt64) async throws {
+    var generator = SplitMix(seed: seed)
+    let loadables = (0..<8).map { _ in Flaky() }
+    let returned = Counter()
+    let operations = 4_000
+    let plan = (0..<operations).map { _ in (generator.next() % 8, generator.next() % 9) }
+    await withTaskGroup(of: Void.self) { group in
+      for (index, operation) in plan {
+        let loadable = loadables[Int(index)]
+        group.addTask {
+          switch operation {
+          case 0: _ = try? await loadable.load()
+          case 1: _ = try? await loadable.retryLoad()
+          case 2: loadable.cancelLoad()
+          case 3: loadable.sync()
+          case 4: loadable.syncIfNeeded()
+          case 5: _ = try? await loadable.fetch()
+          case 6: _ = try? await loadable.fetchIfNeeded()
+          case 7:
+            let caller = Task { try await loadable.fetch() }
+            caller.cancel()
+            _ = await caller.result
+          default:
+            await withCheckedContinuation { continuation in
+              loadable.retryLoad { _ in continuation.resume() }
+            }
+          }
+          returned.increment()
+        }
+      }
+    }
+    #expect(returned.count == operations, "every call returned exactly once")
+    for loadable in loadables {
+      await eventually { loadable.loadStatus != .loading }
+      #expect(loadable.maxRunning.load(ordering: .relaxed) == 1, "one attempt at a time")
+      #expect(loadable.waiterCount == 0)
+      let snapshot = loadable.snapshot
+      #expect((snapshot.error != nil) == (snapshot.status == .failed))
+    }
+  }
+}
+
+/// A small deterministic generator, so a failing seed can be replayed.
+struct SplitMix: RandomNumberGenerator {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
