@@ -86,6 +86,48 @@ final class Gate: Sendable {
 /// of a coalescing cost is bookkeeping and how much is the Swift runtime rescheduling tasks.
 typealias RawContinuationFloor = Gate
 
+/// The floor for a waiter cancelling: callers parked on continuations in a dictionary, each
+/// removed and resumed with `CancellationError` by its own task's cancellation handler. What
+/// any cancellable coalescer pays in the runtime (the cancel, two task switches) and no more.
+final class CancellableWaiters: Sendable {
+  private struct State {
+    var nextID: UInt64 = 0
+    var waiters: [UInt64: UnsafeContinuation<Void, any Error>] = [:]
+    var open = false
+  }
+
+  private let state = Mutex(State())
+
+  func wait() async throws {
+    let id = state.withLock { state in
+      state.nextID += 1
+      return state.nextID
+    }
+    try await withTaskCancellationHandler {
+      try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+        let resume = state.withLock { state -> Result<Void, any Error>? in
+          if state.open { return .success(()) }
+          if Task.isCancelled { return .failure(CancellationError()) }
+          state.waiters[id] = continuation
+          return nil
+        }
+        if let resume { continuation.resume(with: resume) }
+      }
+    } onCancel: {
+      state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(throwing: CancellationError())
+    }
+  }
+
+  func open() {
+    let waiters = state.withLock { state in
+      state.open = true
+      defer { state.waiters = [:] }
+      return state.waiters
+    }
+    for waiter in waiters.values { waiter.resume() }
+  }
+}
+
 /// Counts how often an operation ran (the "underlying loads").
 final class Counter: Sendable {
   private let count = Atomic<Int>(0)

@@ -23,9 +23,9 @@ func registerCoalescingBenchmarks() {
     for variant in CoalescingVariant.allCases {
       let configuration = Benchmark.Configuration(
         metrics: [.wallClock, .mallocCountTotal, .custom("loads", useScalingFactor: false)],
-        warmupIterations: 1,
-        maxDuration: .seconds(2),
-        maxIterations: n >= 40_000 ? 8 : 20
+        warmupIterations: 2,
+        maxDuration: .seconds(3),
+        maxIterations: n >= 40_000 ? 10 : n >= 10_000 ? 25 : 60
       )
       Benchmark("Coalescing \(variant.rawValue) ×\(n)", configuration: configuration) { benchmark in
         try await coalesce(benchmark, callers: n, variant: variant)
