@@ -18,6 +18,7 @@ public enum LoadStatus: Sendable, Hashable, CustomStringConvertible {
   /// `retryLoad()` (or a refresh) starts a new attempt.
   case failed
 
+  /// The case name, such as `"loading"`.
   public var description: String {
     switch self {
     case .notLoaded: "notLoaded"

@@ -16,8 +16,11 @@
 public struct LoadableError: Error, Hashable, Sendable, CustomStringConvertible {
   /// A stable identifier for a kind of ``LoadableError``.
   public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The code's stable name.
     public var rawValue: String
+    /// Creates a code from its stable name.
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// The code's stable name.
     public var description: String { rawValue }
 
     /// An attempt succeeded but its content is not available.
@@ -39,9 +42,12 @@ public struct LoadableError: Error, Hashable, Sendable, CustomStringConvertible 
     self.message = message
   }
 
+  /// The code and the message, such as `"LoadableError.timedOut: the load did not finish in time"`.
   public var description: String { "LoadableError.\(code): \(message)" }
 
+  /// Two errors are equal when their codes are equal, whatever their messages.
   public static func == (lhs: LoadableError, rhs: LoadableError) -> Bool { lhs.code == rhs.code }
+  /// Hashes the code only, consistently with `==`.
   public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
   /// The attempt succeeded, but `isContentAvailable` is `false`, so there is no content to return.

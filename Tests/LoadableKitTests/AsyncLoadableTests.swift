@@ -324,3 +324,25 @@ struct ObservationTests {
     await eventually { contentFired.count == 1 }
   }
 }
+
+@Suite("Priority", .timeLimit(.minutes(1)))
+struct PriorityTests {
+  @Test func aHigherPriorityCallerRaisesTheSharedAttempt() async throws {
+    final class Recording: AsyncLoadable<TaskPriority>, @unchecked Sendable {
+      let gate = ControlledLoad<Void>()
+      override func performLoad() async throws -> TaskPriority {
+        try await gate.operation()
+        return Task.currentPriority
+      }
+    }
+    let loadable = Recording()
+    let low = Task(priority: .background) { try await loadable.fetch() }
+    await loadable.gate.waitForStart()
+    let high = Task(priority: .high) { try await loadable.fetch() }
+    await eventually { loadable.waiterCount == 2 }
+    loadable.gate.resolve(())
+    let observed = try await high.value
+    #expect(observed >= .high)
+    #expect(try await low.value == observed)
+  }
+}

@@ -1,4 +1,5 @@
 @testable import LoadableKit
+import LoadableKitTesting
 import Synchronization
 import Testing
 
@@ -23,7 +24,7 @@ final class Flaky: AsyncLoadable<Int>, @unchecked Sendable {
 struct StressTests {
   @Test(arguments: [1, 2, 3])
   func mixedOperationsKeepTheInvariants(seed: UInt64) async throws {
-    var generator = SplitMix(seed: seed)
+    var generator = SplitMix64(seed: seed)
     let loadables = (0..<8).map { _ in Flaky() }
     let returned = Counter()
     let operations = 4_000
@@ -61,18 +62,5 @@ struct StressTests {
       let snapshot = loadable.snapshot
       #expect((snapshot.error != nil) == (snapshot.status == .failed))
     }
-  }
-}
-
-/// A small deterministic generator, so a failing seed can be replayed.
-struct SplitMix: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }

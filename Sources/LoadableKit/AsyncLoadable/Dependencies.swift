@@ -24,13 +24,13 @@ extension AsyncLoadable {
   /// map.addDependency(layer, kind: .incidental)           // the map loads without it
   /// ```
   public func addDependency(_ dependency: any Loadable, kind: DependencyKind = .required) {
-    state.withLock(owner: self) { $0.dependencies.append((dependency, kind)) }
+    state.withLock(owner: self) { $0.more.dependencies.append((dependency, kind)) }
   }
 
   /// The declared dependencies, in the order they were added, including the parents that
   /// combinators record.
   public var dependencies: [(loadable: any Loadable, kind: DependencyKind)] {
-    state.withLock(owner: self) { $0.dependencies }
+    state.withLock(owner: self) { $0.extras?.dependencies ?? [] }
   }
 
   /// Loads `dependency` with the intent of the attempt that is running, and returns its content.
@@ -45,14 +45,14 @@ extension AsyncLoadable {
   ///   when the dependency is waiting for this loadable, or ``LoadableError/noContent``.
   nonisolated(nonsending) public final func loadDependency<T: Sendable>(_ dependency: AsyncLoadable<T>) async throws -> T {
     let request = AttemptContext.current?.request(for: dependency) ?? .load
-    guard let content = try await dependency.request(request) else { throw LoadableError.noContent }
+    guard let content = try await dependency.request(request).content else { throw LoadableError.noContent }
     return content
   }
 
   /// Loads the declared dependencies: incidental ones are started, required ones awaited
   /// concurrently; the first failure cancels the others and fails the attempt.
   final func loadDeclaredDependencies(in context: AttemptContext) async throws {
-    let declared = state.withLock(owner: self) { $0.dependencies }
+    let declared = state.withLock(owner: self) { $0.extras?.dependencies ?? [] }
     guard !declared.isEmpty else { return }
     var required: [any Loadable] = []
     for (dependency, kind) in declared {
@@ -123,7 +123,7 @@ final class AttemptContext: Sendable {
       node.startAsIncidental(request(for: dependency))
     } else {
       let intent = intent
-      Task {
+      TaskLaunch.start {
         if intent == .retry { try? await dependency.retryLoad() } else { try? await dependency.load() }
       }
     }
@@ -131,14 +131,30 @@ final class AttemptContext: Sendable {
 }
 
 /// What the dependency machinery needs of an ``AsyncLoadable`` whose content type it cannot name.
-protocol DependencyNode: AnyObject, Sendable {
+protocol DependencyNode: Loadable {
   func loadAsDependency(_ request: LoadRequest) async throws
   func startAsIncidental(_ request: LoadRequest)
+  /// Loads with `request` and returns the content, type-erased, with its version.
+  func loadErased(_ request: LoadRequest) async throws -> (content: any Sendable, version: UInt64)
+  /// Status, content and version in one read.
+  var erasedState: (status: LoadStatus, content: (any Sendable)?, error: (any Error)?, version: UInt64) { get }
+  func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64
+  func removeContentListener(_ id: UInt64)
 }
 
 extension AsyncLoadable: DependencyNode {
   func loadAsDependency(_ request: LoadRequest) async throws {
     _ = try await self.request(request)
+  }
+
+  func loadErased(_ request: LoadRequest) async throws -> (content: any Sendable, version: UInt64) {
+    let delivery = try await self.request(request)
+    guard let content = delivery.content else { throw LoadableError.noContent }
+    return (content, delivery.version)
+  }
+
+  var erasedState: (status: LoadStatus, content: (any Sendable)?, error: (any Error)?, version: UInt64) {
+    state.withLock(owner: self) { ($0.status, $0.content, $0.error, $0.contentVersion) }
   }
 
   func startAsIncidental(_ request: LoadRequest) {

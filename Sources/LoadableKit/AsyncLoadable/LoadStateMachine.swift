@@ -63,7 +63,15 @@ public struct LoadSnapshot<Content: Sendable>: Sendable {
 /// user code and never suspends.
 @usableFromInline
 struct LoadStateMachine<Content: Sendable> {
-  typealias Continuation = UnsafeContinuation<Content?, any Error>
+  typealias Continuation = UnsafeContinuation<Delivery, any Error>
+
+  /// What a waiter receives: the content an attempt ended with and its version.
+  @usableFromInline
+  struct Delivery: Sendable {
+    @usableFromInline var content: Content?
+    /// Counts the successful attempts; derived loadables compare it to see stale sources.
+    @usableFromInline var version: UInt64
+  }
   typealias Completion = @Sendable ((any Error)?) -> Void
 
   /// Somebody waiting for the running attempt.
@@ -71,7 +79,7 @@ struct LoadStateMachine<Content: Sendable> {
     case task(Continuation)
     case completion(Completion)
 
-    func resume(with result: Result<Content?, any Error>) {
+    func resume(with result: Result<Delivery, any Error>) {
       switch (self, result) {
       case (.task(let continuation), _): continuation.resume(with: result)
       case (.completion(let handler), .success): handler(nil)
@@ -116,19 +124,39 @@ struct LoadStateMachine<Content: Sendable> {
   var status: LoadStatus
   var content: Content?
   var error: (any Error)?
-  /// Set when a parent's content changed under a derived loadable (SPEC §2).
-  var isStale = false
+  /// Counts successful attempts (and live recomputations of derived content).
+  var contentVersion: UInt64 = 0
   var attempt: Attempt?
   /// An attempt's task holds the gate while it runs, so `performLoad()` never runs twice at once
-  /// even when a cancelled attempt's work ignores cancellation. Tasks wait here in order.
+  /// even when a cancelled attempt's work ignores cancellation. Tasks wait in `extras.gateQueue`.
   var gateBusy = false
-  var gateQueue: [UnsafeContinuation<Void, Never>] = []
-  /// How long the last successful attempt took (for the dependency tree dump).
-  var lastDuration: Duration?
-  var nextID: UInt64 = 0
-  var observers = ObserverRegistry()
-  /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
-  var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
+  /// Everything an idle loadable does not need, allocated on first use.
+  var extras: Extras?
+
+  /// The rarely used part of the state, out of line so that an idle loadable stays small.
+  /// A class, but only ever touched under the loadable's lock, as part of this state.
+  final class Extras {
+    /// How long the last successful attempt took (for the dependency tree dump).
+    var lastDuration: Duration?
+    var observers = ObserverRegistry()
+    /// Rarely set configuration (options, name).
+    var settings: LoadableSettings?
+    /// Derived loadables that recompute or go stale when the content changes.
+    var contentListeners: [UInt64: @Sendable () -> Void] = [:]
+    /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
+    var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
+    var gateQueue: [UnsafeContinuation<Void, Never>] = []
+  }
+
+  /// The out-of-line part, created on first use.
+  var more: Extras {
+    mutating get {
+      if let extras { return extras }
+      let extras = Extras()
+      self.extras = extras
+      return extras
+    }
+  }
 
   init(status: LoadStatus, content: Content?, error: (any Error)?) {
     self.status = status
@@ -136,23 +164,22 @@ struct LoadStateMachine<Content: Sendable> {
     self.error = error
   }
 
-  mutating func makeID() -> UInt64 {
-    nextID &+= 1
-    return nextID
-  }
 
   var snapshot: LoadSnapshot<Content> { LoadSnapshot(status: status, content: content, error: error) }
+
+  var delivery: Delivery { Delivery(content: content, version: contentVersion) }
 
   // MARK: - Requests
 
   /// The outcome of a request, decided under the lock.
   enum Decision {
     /// Answer now with this content (which may be `nil` for `load()` on a loadable without one).
-    case content(Content?)
+    case content(Delivery)
     /// Throw now.
     case failure(any Error)
-    /// The waiter joined the running attempt.
-    case joined
+    /// The waiter joined the running attempt, whose task (once started) may need its priority
+    /// raised to the caller's.
+    case joined(Task<Void, Never>?)
     /// A new attempt was created; the caller must start its task (``AsyncLoadable/launch(_:)``)
     /// after leaving the lock.
     case started(Attempt)
@@ -175,8 +202,8 @@ struct LoadStateMachine<Content: Sendable> {
     switch status {
     case .loaded:
       switch request {
-      case .load, .retry: return (.content(content), nil)
-      case .fetchIfNeeded where !needsSync: return (.content(content), nil)
+      case .load, .retry: return (.content(delivery), nil)
+      case .fetchIfNeeded where !needsSync: return (.content(delivery), nil)
       case .syncIfNeeded where !needsSync: return (.none, nil)
       default: break
       }
@@ -185,7 +212,7 @@ struct LoadStateMachine<Content: Sendable> {
     case .loading:
       guard let attempt else { preconditionFailure("loading without an attempt") }
       switch request {
-      case .fetchIfNeeded where !needsSync: return (.content(content), nil)
+      case .fetchIfNeeded where !needsSync: return (.content(delivery), nil)
       case .sync, .syncIfNeeded:
         attempt.wanted = true
         return (.none, nil)
@@ -195,14 +222,14 @@ struct LoadStateMachine<Content: Sendable> {
           attempt.wanted = true
         }
         if let waiter { attempt.waiters.append(waiter) }
-        return (.joined, nil)
+        return (.joined(attempt.task), nil)
       }
     case .notLoaded:
       break
     }
     // Start a new attempt.
     if request.waits && callerCancelled { return (.failure(CancellationError()), nil) }
-    let attempt = Attempt(id: makeID(), intent: request.intent, byDependent: byDependent, previous: self)
+    let attempt = Attempt(id: nextWaiterID(), intent: request.intent, byDependent: byDependent, previous: self)
     if let waiter {
       attempt.waiters.append(waiter)
       if case .completion = waiter.waiter { attempt.wanted = true }
@@ -221,7 +248,7 @@ struct LoadStateMachine<Content: Sendable> {
   /// Takes the gate, or queues `continuation` for it. Returns `true` when taken at once.
   mutating func enterGate(_ continuation: UnsafeContinuation<Void, Never>) -> Bool {
     if gateBusy {
-      gateQueue.append(continuation)
+      more.gateQueue.append(continuation)
       return false
     }
     gateBusy = true
@@ -230,18 +257,18 @@ struct LoadStateMachine<Content: Sendable> {
 
   /// Hands the gate to the next task in line, if any; that task must be resumed.
   mutating func leaveGate() -> UnsafeContinuation<Void, Never>? {
-    if gateQueue.isEmpty {
+    guard let extras, !extras.gateQueue.isEmpty else {
       gateBusy = false
       return nil
     }
-    return gateQueue.removeFirst()
+    return extras.gateQueue.removeFirst()
   }
 
   /// The answer to a request that needs no waiting and changes nothing, or `nil`.
-  func immediate(_ request: LoadRequest, needsSync: Bool) -> Result<Content?, any Error>? {
+  func immediate(_ request: LoadRequest, needsSync: Bool) -> Result<Delivery, any Error>? {
     switch (status, request) {
-    case (.loaded, .load), (.loaded, .retry): .success(content)
-    case (.loaded, .fetchIfNeeded), (.loading, .fetchIfNeeded): needsSync ? nil : .success(content)
+    case (.loaded, .load), (.loaded, .retry): .success(delivery)
+    case (.loaded, .fetchIfNeeded), (.loading, .fetchIfNeeded): needsSync ? nil : .success(delivery)
     case (.failed, .load): .failure(error ?? CancellationError())
     default: nil
     }
@@ -252,7 +279,7 @@ struct LoadStateMachine<Content: Sendable> {
   /// What to do after an attempt ended, was cancelled, or lost a waiter.
   struct Effects {
     var waiters: [(id: UInt64, waiter: Waiter)] = []
-    var result: Result<Content?, any Error> = .success(nil)
+    var result: Result<Delivery, any Error> = .success(Delivery(content: nil, version: 0))
     var event: StatusEvent?
     var cancelTask: Task<Void, Never>?
     var changedContent = false
@@ -269,9 +296,9 @@ struct LoadStateMachine<Content: Sendable> {
     case .success(let value):
       content = value
       error = nil
-      isStale = false
-      lastDuration = attempt.started.duration(to: now)
-      effects.result = .success(value)
+      contentVersion &+= 1
+      more.lastDuration = attempt.started.duration(to: now)
+      effects.result = .success(delivery)
       effects.event = setStatus(.loaded)
       effects.changedContent = true
     case .failure(let failure):
@@ -324,7 +351,7 @@ struct LoadStateMachine<Content: Sendable> {
     let old = status
     status = newStatus
     guard old != newStatus else { return nil }
-    let start = observers.enqueueChange(newStatus)
+    let start = extras?.observers.enqueueChange(newStatus) ?? false
     return StatusEvent(status: newStatus, startDelivery: start)
   }
 }

@@ -1,0 +1,164 @@
+/// How a loadable runs its own attempts: retries with backoff, and a timeout.
+///
+/// Set ``AsyncLoadable/loadOptions`` before loading; the options apply from the next attempt.
+/// Both the backoff and the timeout wait on ``clock``, so tests pass a test clock and never sleep.
+///
+/// ```swift
+/// portal.loadOptions = LoadOptions(
+///   retryPolicy: RetryPolicy(maxAttempts: 4, initialDelay: .milliseconds(250)),
+///   timeout: .seconds(20))
+/// ```
+public struct LoadOptions: Sendable {
+  /// Retries of ``AsyncLoadable/performLoad()`` within one attempt; `nil` for none.
+  public var retryPolicy: RetryPolicy?
+  /// The longest one call of ``AsyncLoadable/performLoad()`` may take; `nil` for no limit.
+  ///
+  /// When it passes, the call's task is cancelled and the try fails with
+  /// ``LoadableError/timedOut`` once the work has stopped (work that ignores cancellation is
+  /// waited for, so `performLoad()` never runs twice at once). A timeout counts as a failed try
+  /// for the retry policy.
+  public var timeout: Duration?
+  /// The clock the backoff and the timeout wait on.
+  public var clock: any Clock<Duration>
+
+  /// Creates options.
+  public init(retryPolicy: RetryPolicy? = nil, timeout: Duration? = nil, clock: any Clock<Duration> = ContinuousClock()) {
+    self.retryPolicy = retryPolicy
+    self.timeout = timeout
+    self.clock = clock
+  }
+
+  /// Runs `work` under these options.
+  func run<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+    var failures = 0
+    while true {
+      do {
+        if let timeout { return try await Self.run(work, timeout: timeout, clock: clock) }
+        return try await work()
+      } catch {
+        failures += 1
+        guard let retryPolicy, failures < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error),
+          !Task.isCancelled
+        else { throw error }
+        try await clock.sleep(for: retryPolicy.delay(beforeRetry: failures))
+      }
+    }
+  }
+
+  private enum Race<T: Sendable>: Sendable {
+    case value(T)
+    case timedOut
+  }
+
+  private static func run<T: Sendable>(
+    _ work: @escaping @Sendable () async throws -> T, timeout: Duration, clock: any Clock<Duration>
+  ) async throws -> T {
+    try await withThrowingTaskGroup(of: Race<T>.self) { group in
+      group.addTask { .value(try await work()) }
+      group.addTask {
+        try await clock.sleep(for: timeout)
+        return .timedOut
+      }
+      defer { group.cancelAll() }
+      guard let first = try await group.next() else { throw CancellationError() }
+      switch first {
+      case .value(let value):
+        return value
+      case .timedOut:
+        throw LoadableError(code: .timedOut, message: "the load did not finish within \(timeout)")
+      }
+    }
+  }
+}
+
+/// When and how often a failed ``AsyncLoadable/performLoad()`` is tried again within one attempt.
+///
+/// The delay before retry *n* (1 for the first retry) is
+/// `min(initialDelay × multiplierⁿ⁻¹, maxDelay)`, reduced by up to `jitter` of itself at random so
+/// that many clients do not retry in step.
+public struct RetryPolicy: Sendable {
+  /// The most calls of `performLoad()` per attempt, the first included.
+  public var maxAttempts: Int
+  /// The delay before the first retry.
+  public var initialDelay: Duration
+  /// The factor between consecutive delays.
+  public var multiplier: Double
+  /// The longest delay.
+  public var maxDelay: Duration
+  /// The fraction of each delay, from 0 to 1, that is randomly taken off.
+  public var jitter: Double
+  /// Which errors are worth retrying. The default retries everything but cancellation.
+  public var shouldRetry: @Sendable (any Error) -> Bool
+  /// A source of random numbers in `0..<1` for the jitter; replace it for reproducible delays.
+  public var random: @Sendable () -> Double
+
+  /// Creates a policy.
+  public init(
+    maxAttempts: Int = 3,
+    initialDelay: Duration = .milliseconds(200),
+    multiplier: Double = 2,
+    maxDelay: Duration = .seconds(30),
+    jitter: Double = 0.2,
+    shouldRetry: @escaping @Sendable (any Error) -> Bool = { !($0 is CancellationError) },
+    random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+  ) {
+    self.maxAttempts = max(1, maxAttempts)
+    self.initialDelay = initialDelay
+    self.multiplier = multiplier
+    self.maxDelay = maxDelay
+    self.jitter = min(max(jitter, 0), 1)
+    self.shouldRetry = shouldRetry
+    self.random = random
+  }
+
+  /// The delay before retry `retry` (1 for the first).
+  public func delay(beforeRetry retry: Int) -> Duration {
+    var delay = initialDelay
+    for _ in 1..<max(retry, 1) {
+      delay = delay * multiplier
+      if delay >= maxDelay { break }
+    }
+    delay = min(delay, maxDelay)
+    return jitter == 0 ? delay : delay * (1 - jitter * random())
+  }
+}
+
+/// Configuration kept out of line, so a loadable that has none stays small.
+final class LoadableSettings: Sendable {
+  let options: LoadOptions?
+  let name: String?
+
+  init(options: LoadOptions?, name: String?) {
+    self.options = options
+    self.name = name
+  }
+}
+
+extension AsyncLoadable {
+  /// Retry policy and timeout for this loadable's attempts. Applies from the next attempt.
+  public var loadOptions: LoadOptions {
+    get { state.withLock(owner: self) { $0.extras?.settings?.options } ?? LoadOptions() }
+    set {
+      state.withLock(owner: self) { state in
+        state.more.settings = LoadableSettings(options: newValue, name: state.extras?.settings?.name)
+      }
+    }
+  }
+
+  /// A name for debugging output such as ``dependencyTreeDescription``.
+  public var name: String? {
+    get { state.withLock(owner: self) { $0.extras?.settings?.name } }
+    set {
+      state.withLock(owner: self) { state in
+        state.more.settings = LoadableSettings(options: state.extras?.settings?.options, name: newValue)
+      }
+    }
+  }
+
+  /// Sets ``name`` and returns the loadable, for use in a chain.
+  @discardableResult
+  public func named(_ name: String) -> Self {
+    self.name = name
+    return self
+  }
+}

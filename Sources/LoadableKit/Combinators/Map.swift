@@ -1,0 +1,58 @@
+extension AsyncLoadable {
+  /// A loadable whose content is `transform` applied to this loadable's content.
+  ///
+  /// Nothing loads until the result is loaded; then it loads this loadable with the same intent
+  /// (a retry retries it, a refresh refreshes it) and applies `transform`. When this loadable
+  /// already has its content, the result is loaded at once. It is a live view: while loaded, it
+  /// recomputes whenever this loadable's content changes, and fails with the error if `transform`
+  /// throws.
+  ///
+  /// ```swift
+  /// let user: AsyncLoadable<Models.User> = api.user(id).map { Models.User(apiModel: $0) }
+  /// ```
+  ///
+  /// - Parameter transform: a function of the content; its error fails the result.
+  /// - Returns: a derived loadable that depends on this one (a required dependency).
+  public func map<T: Sendable>(_ transform: @escaping @Sendable (Content) throws -> T) -> AsyncLoadable<T> {
+    MappedLoadable(source: self, transform: transform)
+  }
+
+  /// A loadable whose content is the asynchronous `transform` applied to this loadable's content.
+  ///
+  /// Like ``map(_:)``, but the transform may suspend, so it runs only as part of an attempt: the
+  /// result is never loaded at once, and when this loadable's content changes it becomes stale
+  /// (``needsSync`` is `true`) until it loads again.
+  public func asyncMap<T: Sendable>(_ transform: @escaping @Sendable (Content) async throws -> T) -> AsyncLoadable<T> {
+    AsyncMappedLoadable(source: self, transform: transform)
+  }
+}
+
+final class MappedLoadable<Source: Sendable, Content: Sendable>: CombinedLoadable<Content>, @unchecked Sendable {
+  let transform: @Sendable (Source) throws -> Content
+
+  init(source: AsyncLoadable<Source>, transform: @escaping @Sendable (Source) throws -> Content) {
+    self.transform = transform
+    super.init(sources: [source])
+    startLiveView()
+  }
+
+  override func combine(_ values: [any Sendable]) throws -> Content {
+    try transform(values[0] as! Source)
+  }
+}
+
+final class AsyncMappedLoadable<Source: Sendable, Content: Sendable>: DerivedLoadable<Content>, @unchecked Sendable {
+  let transform: @Sendable (Source) async throws -> Content
+
+  init(source: AsyncLoadable<Source>, transform: @escaping @Sendable (Source) async throws -> Content) {
+    self.transform = transform
+    super.init(sources: [source])
+  }
+
+  override func performLoad() async throws -> Content {
+    let (values, versions) = try await loadSources()
+    let content = try await transform(values[0] as! Source)
+    recordDerivation(sources: versions)
+    return content
+  }
+}

@@ -1,0 +1,56 @@
+/// A loadable of the contents of several loadables, loaded concurrently.
+///
+/// Loading the result loads every element with the same intent, at the same time. It fails fast:
+/// the first failure fails the result with that error and cancels the elements' attempts that the
+/// zip started and that nobody else wants (they go back to their state before the attempt). Like
+/// ``AsyncLoadable/map(_:)``, the result is loaded at once when every element is, and it is a live
+/// view of its elements' contents; `zip(a)` behaves like `a.map { $0 }`.
+///
+/// ```swift
+/// let basemapAndLayers = zip(basemap, parks, trails)   // AsyncLoadable<(Basemap, Layer, Layer)>
+/// let (base, parksInfo, trailsInfo) = try await basemapAndLayers.fetch()
+/// ```
+public func zip<each T: Sendable>(_ loadables: repeat AsyncLoadable<each T>) -> AsyncLoadable<(repeat each T)> {
+  var sources: [any DependencyNode] = []
+  for loadable in repeat each loadables {
+    sources.append(loadable)
+  }
+  return ZipLoadable<repeat each T>(sources: sources)
+}
+
+/// A loadable of the contents of `loadables`, in order, loaded concurrently.
+///
+/// The homogeneous form of the variadic `zip`: same rules, any number of
+/// elements. An empty array gives a loadable of `[]`.
+///
+/// - Complexity: loading is O(*n*) in the number of elements.
+public func zip<T: Sendable>(_ loadables: [AsyncLoadable<T>]) -> AsyncLoadable<[T]> {
+  ArrayZipLoadable<T>(sources: loadables)
+}
+
+final class ZipLoadable<each T: Sendable>: CombinedLoadable<(repeat each T)>, @unchecked Sendable {
+  override init(sources: [any DependencyNode]) {
+    super.init(sources: sources)
+    startLiveView()
+  }
+
+  override func combine(_ values: [any Sendable]) throws -> (repeat each T) {
+    var index = 0
+    func next<U>(_: U.Type) -> U {
+      defer { index += 1 }
+      return values[index] as! U
+    }
+    return (repeat next((each T).self))
+  }
+}
+
+final class ArrayZipLoadable<T: Sendable>: CombinedLoadable<[T]>, @unchecked Sendable {
+  override init(sources: [any DependencyNode]) {
+    super.init(sources: sources)
+    startLiveView()
+  }
+
+  override func combine(_ values: [any Sendable]) throws -> [T] {
+    values.map { $0 as! T }
+  }
+}

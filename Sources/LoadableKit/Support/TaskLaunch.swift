@@ -1,0 +1,15 @@
+/// Where LoadableKit starts its unstructured tasks (an attempt, a deferred cascade step).
+///
+/// Unstructured tasks do not inherit a task executor preference, so without this hook a test
+/// that drives a scenario on its own executor would lose the attempts to the global pool. A test
+/// binds ``executor`` around the scenario; task-locals *are* inherited by unstructured tasks, so
+/// every task the library starts from inside the scenario runs on the test's executor too.
+package enum TaskLaunch {
+  @TaskLocal package static var executor: (any TaskExecutor)?
+
+  /// Starts `operation` as an unstructured task, on the bound executor if there is one.
+  @discardableResult
+  static func start(_ operation: sending @escaping @isolated(any) () async -> Void) -> Task<Void, Never> {
+    Task(executorPreference: executor, operation: operation)
+  }
+}

@@ -1,0 +1,103 @@
+@testable import LoadableKit
+import LoadableKitTesting
+import Testing
+
+@Suite("Retry policy and timeout", .timeLimit(.minutes(1)))
+struct LoadOptionsTests {
+  @Test func backoffGrowsAndIsCappedStepByStep() async throws {
+    let clock = TestClock()
+    let control = ControlledLoad<Int>()
+    let loadable = control.makeLoadable()
+    loadable.loadOptions = LoadOptions(
+      retryPolicy: RetryPolicy(maxAttempts: 4, initialDelay: .seconds(1), multiplier: 2, maxDelay: .seconds(3), jitter: 0),
+      clock: clock)
+    let fetch = Task { try await loadable.fetch() }
+    var expectedDeadline = Duration.zero
+    for (try_, delay) in [(1, Duration.seconds(1)), (2, .seconds(2)), (3, .seconds(3))] {
+      await control.waitForStart(try_)
+      control.fail(Boom(code: try_))
+      await clock.waitForSleepers(1)
+      expectedDeadline += delay
+      #expect(clock.pendingDeadlines == [TestClock.Instant(offset: expectedDeadline)])
+      #expect(loadable.loadStatus == .loading, "retries happen inside one attempt")
+      await clock.advance(by: delay)
+    }
+    await control.waitForStart(4)
+    control.resolve(9)
+    #expect(try await fetch.value == 9)
+    #expect(control.startCount == 4)
+  }
+
+  @Test func exhaustedRetriesFailWithTheLastError() async throws {
+    let clock = TestClock()
+    let control = ControlledLoad<Int>()
+    let loadable = control.makeLoadable()
+    loadable.loadOptions = LoadOptions(
+      retryPolicy: RetryPolicy(maxAttempts: 2, initialDelay: .seconds(1), jitter: 0), clock: clock)
+    let load = Task { try await loadable.load() }
+    await control.waitForStart()
+    control.fail(Boom(code: 1))
+    await clock.waitForSleepers(1)
+    await clock.advance(by: .seconds(1))
+    await control.waitForStart(2)
+    control.fail(Boom(code: 2))
+    await #expect(throws: Boom(code: 2)) { try await load.value }
+    #expect(clock.sleeperCount == 0)
+  }
+
+  @Test func errorsThePredicateRejectsAreNotRetried() async throws {
+    let control = ControlledLoad<Int>()
+    let loadable = control.makeLoadable()
+    loadable.loadOptions = LoadOptions(
+      retryPolicy: RetryPolicy(maxAttempts: 5, shouldRetry: { ($0 as? Boom)?.code != 401 }), clock: TestClock())
+    let load = Task { try await loadable.load() }
+    await control.waitForStart()
+    control.fail(Boom(code: 401))
+    await #expect(throws: Boom(code: 401)) { try await load.value }
+    #expect(control.startCount == 1)
+  }
+
+  @Test func aTimeoutCancelsTheWorkAndFailsWithTimedOut() async throws {
+    let clock = TestClock()
+    let control = ControlledLoad<Int>()
+    let loadable = control.makeLoadable()
+    loadable.loadOptions = LoadOptions(timeout: .seconds(5), clock: clock)
+    let load = Task { try await loadable.load() }
+    await control.waitForStart()
+    await clock.waitForSleepers(1)
+    #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(5))])
+    await clock.advance(by: .seconds(4))
+    #expect(loadable.loadStatus == .loading)
+    await clock.advance(by: .seconds(1))
+    await #expect(throws: LoadableError.timedOut) { try await load.value }
+    #expect(control.cancelledCount == 1, "the work was cancelled")
+    #expect(loadable.loadError as? LoadableError == .timedOut)
+  }
+
+  @Test func aTimedOutTryIsRetried() async throws {
+    let clock = TestClock()
+    let control = ControlledLoad<Int>()
+    let loadable = control.makeLoadable()
+    loadable.loadOptions = LoadOptions(
+      retryPolicy: RetryPolicy(maxAttempts: 2, initialDelay: .seconds(1), jitter: 0), timeout: .seconds(10), clock: clock)
+    let fetch = Task { try await loadable.fetch() }
+    await control.waitForStart()
+    await clock.waitForSleepers(1)
+    await clock.advance(by: .seconds(10))  // the first try times out
+    await clock.waitForSleepers(1)
+    await clock.advance(by: .seconds(1))  // backoff
+    await control.waitForStart(2)
+    control.resolve(3)
+    #expect(try await fetch.value == 3)
+    #expect(control.cancelledCount == 1)
+  }
+
+  @Test func jitterTakesOffAtMostItsFraction() {
+    let policy = RetryPolicy(initialDelay: .seconds(10), multiplier: 2, maxDelay: .seconds(60), jitter: 0.2, random: { 0.5 })
+    #expect(policy.delay(beforeRetry: 1) == .seconds(9))
+    #expect(policy.delay(beforeRetry: 2) == .seconds(18))
+    #expect(policy.delay(beforeRetry: 10) == .seconds(54))
+    let noJitter = RetryPolicy(initialDelay: .seconds(1), jitter: 0)
+    #expect(noJitter.delay(beforeRetry: 3) == .seconds(4))
+  }
+}

@@ -1,0 +1,183 @@
+import Foundation
+@testable import LoadableKit
+import LoadableKitTesting
+import Synchronization
+import Testing
+
+@Suite("Leaks", .timeLimit(.minutes(1)))
+struct LeakTests {
+  @Test func aDroppedPipelineIsFreedWithItsParents() async throws {
+    weak var weakParent: AsyncLoadable<Int>?
+    weak var weakMapped: AsyncLoadable<Int>?
+    weak var weakZipped: AsyncLoadable<(Int, Int)>?
+    weak var weakFlat: AsyncLoadable<Int>?
+    weak var weakInner: AsyncLoadable<Int>?
+    do {
+      let parent = AsyncLoadable { 2 }
+      // Closures that capture the parent do not keep the pipeline alive once it is dropped.
+      let mapped = parent.map { $0 + (parent.content ?? 0) }
+      let inner = AsyncLoadable { 3 }
+      let flat = mapped.flatMap { _ in inner }
+      let zipped = zip(mapped, flat.asyncMap { $0 })
+      let observation = zipped.observeLoadStatus { _ in _ = zipped.loadStatus }
+      _ = try await zipped.fetch()
+      observation.cancel()
+      weakParent = parent
+      weakMapped = mapped
+      weakZipped = zipped
+      weakFlat = flat
+      weakInner = inner
+    }
+    await eventually { weakZipped == nil && weakFlat == nil && weakMapped == nil && weakParent == nil && weakInner == nil }
+  }
+
+  @Test func anObserverThatCapturesItsLoadableIsFreedWithItsToken() async throws {
+    weak var weakLoadable: AsyncLoadable<Int>?
+    do {
+      let loadable = AsyncLoadable { 1 }
+      var observation: LoadObservation? = loadable.observeLoadStatus { _ in _ = loadable.content }
+      try await loadable.load()
+      weakLoadable = loadable
+      _ = observation
+      observation = nil  // dropping the token ends the observation and breaks the cycle
+    }
+    await eventually { weakLoadable == nil }
+  }
+
+  @Test func aCancelledCascadeLeavesNothingBehind() async throws {
+    weak var weakParent: AsyncLoadable<Int>?
+    weak var weakChild: AsyncLoadable<Int>?
+    let control = ControlledLoad<Int>()
+    do {
+      let parent = control.makeLoadable()
+      let child = parent.map { $0 }
+      let load = Task { try await child.load() }
+      await control.waitForStart()
+      child.cancelLoad()
+      _ = await load.result
+      weakParent = parent
+      weakChild = child
+    }
+    await eventually { weakParent == nil && weakChild == nil }
+  }
+}
+
+@Suite("Misuse", .timeLimit(.minutes(1)))
+struct MisuseTests {
+  @Test func observingAReleasedLoadableIsHarmless() async {
+    var loadable: AsyncLoadable<Int>? = AsyncLoadable { 1 }
+    let observation = loadable!.observeLoadStatus { _ in }
+    let stream = loadable!.loadStatusUpdates
+    loadable = nil
+    observation.cancel()
+    observation.cancel()
+    var count = 0
+    for await _ in stream { count += 1 }
+    #expect(count == 1)
+  }
+
+  @Test func cancelStillWorksWhenPerformLoadNeverReturns() async throws {
+    let control = ControlledLoad<Int>(ignoresCancellation: true)
+    let loadable = control.makeLoadable()
+    let first = Task { try await loadable.load() }
+    await control.waitForStart()
+    loadable.cancelLoad()
+    await #expect(throws: CancellationError.self) { try await first.value }
+    // A retry waits for the stuck work (performLoad never runs twice at once) — and can be
+    // cancelled too.
+    let retry = Task { try await loadable.retryLoad() }
+    await eventually { loadable.waiterCount == 1 }
+    #expect(loadable.loadStatus == .loading)
+    loadable.cancelLoad()
+    await #expect(throws: CancellationError.self) { try await retry.value }
+    #expect(control.startCount == 1)
+    control.resolve(0)  // let the stuck work end so the test leaves nothing running
+    await eventually { control.pendingCount == 0 }
+  }
+
+  @Test func aSubclassThatThrowsAtOnceFails() async {
+    final class Broken: AsyncLoadable<Int>, @unchecked Sendable {
+      override func performLoad() async throws -> Int { throw Boom(code: 13) }
+    }
+    let broken = Broken()
+    await #expect(throws: Boom(code: 13)) { try await broken.fetch() }
+    #expect(broken.loadStatus == .failed)
+    await #expect(throws: Boom(code: 13)) { try await broken.load() }
+  }
+
+  @Test func completionHandlersMayReenter() async throws {
+    let (loadable, control) = try await makeLoadable(in: .notLoaded)
+    let done = Recorder<String>()
+    loadable.load { _ in
+      loadable.load { _ in done.append("inner") }
+      loadable.cancelLoad()
+      done.append("outer")
+    }
+    await control.waitForStart()
+    control.resolve(1)
+    await eventually { done.count == 2 }
+    #expect(done.values == ["inner", "outer"])
+  }
+}
+
+@Suite("Soak", .timeLimit(.minutes(10)))
+struct SoakTests {
+  /// Runs only when `LOADABLEKIT_SOAK_SECONDS` is set (`.ci/run` sets a short one).
+  @Test(.enabled(if: ProcessInfo.processInfo.environment["LOADABLEKIT_SOAK_SECONDS"] != nil))
+  func mixedOperationsOnThousandsOfLoadables() async throws {
+    let seconds = Double(ProcessInfo.processInfo.environment["LOADABLEKIT_SOAK_SECONDS"] ?? "") ?? 5
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    let loadables = (0..<2_000).map { _ in Flaky() }
+    let derived = loadables.map { $0.map { $0 * 2 } }
+    var rounds = 0
+    var baseline = 0
+    var peak = 0
+    while ContinuousClock.now < deadline {
+      let round = rounds
+      await withTaskGroup(of: Void.self) { group in
+        for worker in 0..<8 {
+          group.addTask {
+            var generator = SplitMix64(seed: UInt64(round * 8 + worker))
+            for _ in 0..<2_000 {
+              let index = Int.random(in: 0..<loadables.count, using: &generator)
+              let loadable = loadables[index]
+              switch Int.random(in: 0..<8, using: &generator) {
+              case 0: _ = try? await loadable.load()
+              case 1: _ = try? await loadable.retryLoad()
+              case 2: loadable.cancelLoad()
+              case 3: loadable.sync()
+              case 4: _ = try? await loadable.fetchIfNeeded()
+              case 5: _ = try? await derived[index].retryLoad()
+              case 6: derived[index].cancelLoad()
+              default:
+                let observation = loadable.observeLoadStatus { _ in }
+                observation.cancel()
+              }
+            }
+          }
+        }
+      }
+      rounds += 1
+      let resident = residentBytes()
+      if rounds == 2 { baseline = resident }
+      peak = max(peak, resident)
+    }
+    for loadable in loadables {
+      await eventually { loadable.loadStatus != .loading }
+      #expect(loadable.maxRunning.load(ordering: .relaxed) == 1)
+      #expect(loadable.waiterCount == 0)
+    }
+    for loadable in derived { await eventually { loadable.loadStatus != .loading } }
+    if baseline > 0 {
+      #expect(peak - baseline < 64 << 20, "memory grew by \((peak - baseline) >> 20) MiB over \(rounds) rounds")
+    }
+  }
+}
+
+/// The resident set size of this process, from /proc (0 where unavailable).
+func residentBytes() -> Int {
+  guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+  let fields = statm.split(separator: " ")
+  guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+  return pages * 4096
+}
