@@ -166,6 +166,11 @@ def linear(title, tests, unit):
 section("4. Pipelines")
 linear("`map` chain, load", ("Pipeline map chain load ×100", "Pipeline map chain load ×1000"), "node")
 linear("`zip`, load", ("Pipeline zip load ×1000", "Pipeline zip load ×10000"), "input")
+for n in (1000, 10000):
+    lib, base = p50(f"Pipeline zip load ×{n}"), p50(f"Pipeline task group baseline ×{n}")
+    if lib is not None:
+        row(f"`zip` of {n:,} ÷ a task group of {n:,} closures", fmt_time(lib), fmt_time(base),
+            fmt_ratio(ratio(lib, base)), "", None)
 
 section("5. ContentLoader")
 claim = p50("ContentLoader claim begin+end ×1000")

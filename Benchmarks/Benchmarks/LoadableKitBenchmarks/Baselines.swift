@@ -45,6 +45,10 @@ final class MutexBox<Value: Sendable>: Sendable {
 
 // MARK: - Test doubles for in-flight loads
 
+/// Stands in for a network call in the closures that loadables are made with.
+@inline(never)
+@Sendable func fetchValue(_ key: Int) async throws -> Int { key }
+
 /// A one-shot latch: `wait()` suspends until `open()` is called (or returns at once afterwards).
 ///
 /// The loads under test wait on it, so a benchmark decides exactly when "the load ends".

@@ -10,7 +10,7 @@ let benchmarks: @Sendable () -> Void = {
   registerHotPathBenchmarks()         // 1. load() / fetchIfNeeded() on a loaded loadable
   registerCoalescingBenchmarks()      // 2. N callers on one in-flight load
   registerCreationBenchmarks()        // 3. create+release, bytes per idle loadable, peak memory
-  registerPipelineBenchmarks()        // 4. map chains and zip (pending the combinators)
+  registerPipelineBenchmarks()        // 4. map chains and zip, per node
   registerContentLoaderBenchmarks()   // 5. claims and key churn (pending ContentLoader)
   registerJobBenchmarks()             // 6. progress reports and pause points (pending Jobs)
   registerCancellationBenchmarks()    // 7. a waiter cancelling

@@ -1,10 +1,6 @@
 // Benchmarks for parts of LoadableKit that have not landed on `main` yet. Each stays a no-op
 // until its API exists; README.md lists them as pending.
 
-/// 4. Pipelines: `map` chain depth 100 vs 1,000 and `zip` of 1,000 vs 10,000 — PENDING: the
-/// combinators (`map`, `zip`) are not in LoadableKit yet.
-func registerPipelineBenchmarks() {}
-
 /// 5. ContentLoader: claim begin+end on a loaded key, 500 vs 5,000-key churn — PENDING:
 /// `ContentLoader` is not in LoadableKit yet.
 func registerContentLoaderBenchmarks() {}
