@@ -95,7 +95,18 @@ case "cancel":
     }
     gate.value.withLock { $0 }!.resume()
   }
+case "mapchain":
+  let root = AsyncLoadable<Int> { 0 }
+  var end = root
+  for _ in 0..<count { end = end.map { $0 + 1 } }
+  try await end.load()
+  precondition(end.content == count)
+case "zip":
+  let inputs = (0..<count).map { index in AsyncLoadable<Int> { index } }
+  let zipped = zip(inputs)
+  try await zipped.load()
+  precondition(zipped.content?.count == count)
 default:
-  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel [count] [victims]")
+  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip [count] [victims]")
 }
 }
