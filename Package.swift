@@ -14,9 +14,24 @@ let package = Package(
     .target(name: "LoadableKitTesting", dependencies: ["LoadableKit"]),
     .testTarget(
       name: "LoadableKitTests",
-      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart"]
+      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode"]
     ),
+
+    // Playgrounds: example executables, `swift run <Name>`. They use only LoadableKit's public API.
     .executableTarget(name: "QuickStart", dependencies: ["LoadableKit"], path: "Playgrounds/QuickStart"),
+    .executableTarget(
+      name: "MapViewer", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/MapViewer",
+      exclude: ["README.md"]),
+    .executableTarget(
+      name: "Pipelines", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/Pipelines",
+      exclude: ["README.md"]),
+    .executableTarget(
+      name: "Geocode", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/Geocode",
+      exclude: ["README.md"]),
+    // The playgrounds' simulated services (latency, outages) over the JSON files in its Data/.
+    .target(
+      name: "ExampleServices", dependencies: ["LoadableKit"], path: "Playgrounds/ExampleServices",
+      exclude: ["Data"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,55 @@
+import Foundation
+
+/// The JSON files that ship next to this source file, in `Data/`.
+///
+/// They are found from this file's path at build time (`#filePath`), so `swift run` works from a
+/// fresh clone without bundling resources. They are read with `Data(contentsOf:)`: on Linux
+/// `URLSession` cannot read `file://` URLs.
+public enum ExampleData {
+  /// The folder that holds the data files.
+  public static let directory = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent()
+    .appendingPathComponent("Data", isDirectory: true)
+
+  /// The URL of the data file `name`, such as `"Redlands.locator.json"`.
+  public static func url(_ name: String) -> URL {
+    directory.appendingPathComponent(name)
+  }
+
+  /// Reads and decodes the data file `name`.
+  public static func decode<T: Decodable>(_ type: T.Type, from name: String) throws -> T {
+    try JSONDecoder().decode(type, from: Data(contentsOf: url(name)))
+  }
+
+  /// Like ``decode(_:from:)``, for the files the simulated servers are built from: a missing or
+  /// malformed file there is a broken checkout, not a situation an example should handle.
+  static func bundled<T: Decodable>(_ type: T.Type, from name: String) -> T {
+    do {
+      return try decode(type, from: name)
+    } catch {
+      fatalError("ExampleServices: cannot read \(url(name).path): \(error)")
+    }
+  }
+}
+
+/// The simulated services of the City of Redlands: a portal, a GIS server with map and feature
+/// services, and a geocode server. Each one has its own ``SimulatedServer`` (latency, outages).
+public final class RedlandsServices: Sendable {
+  public let portal: PortalService
+  public let gis: GISServer
+  public let geocoder: GeocodeServer
+
+  /// Creates the services with `latency` on every request.
+  public init(latency: Duration = RedlandsServices.defaultLatency) {
+    portal = PortalService(server: SimulatedServer(name: "portal", latency: latency))
+    gis = GISServer(server: SimulatedServer(name: "GIS server", latency: latency))
+    geocoder = GeocodeServer(server: SimulatedServer(name: "geocode server", latency: latency))
+  }
+
+  /// 2 ms, or the number of milliseconds in the `LATENCY_MS` environment variable
+  /// (`LATENCY_MS=300 swift run MapViewer` to watch things load slowly).
+  public static var defaultLatency: Duration {
+    let text = ProcessInfo.processInfo.environment["LATENCY_MS"] ?? ""
+    return .milliseconds(Int(text).map { max(0, $0) } ?? 2)
+  }
+}
