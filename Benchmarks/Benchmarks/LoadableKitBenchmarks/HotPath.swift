@@ -9,7 +9,7 @@ let hotPathOps = 10_000
 
 func registerHotPathBenchmarks() {
   let configuration = Benchmark.Configuration(
-    metrics: [.wallClock, .mallocCountTotal, .instructions],
+    metrics: [.wallClock, .mallocCountTotal],
     warmupIterations: 10,
     maxDuration: .seconds(1),
     maxIterations: 2_000
