@@ -453,3 +453,66 @@ struct OverridableTests {
     #expect(title.value == "Parks")
   }
 }
+
+@Suite("Ordering", .timeLimit(.minutes(1)))
+struct OrderingTests {
+  @Test func aCallerReturnsAfterLiveViewsAndObserversWereUpdated() async throws {
+    for round in 0..<500 {
+      let parent = AsyncLoadable { round }
+      try await parent.load()
+      let mapped = parent.map { $0 + 1 }
+      let seen = Recorder<LoadStatus>()
+      let observation = parent.observeLoadStatus { seen.append($0) }
+      _ = try await parent.fetch()
+      #expect(mapped.content == round + 1, "round \(round)")
+      #expect(seen.values == [.loaded, .loading, .loaded], "round \(round)")
+      observation.cancel()
+    }
+  }
+}
+
+@Suite("Discovered dependencies", .timeLimit(.minutes(1)))
+struct DiscoveredDependencyTests {
+  @Test func performLoadCanStartIncidentalDependenciesWithItsIntent() async throws {
+    final class WebMap: AsyncLoadable<Int>, @unchecked Sendable {
+      let layer: AsyncLoadable<String>
+      init(layer: AsyncLoadable<String>) {
+        self.layer = layer
+        super.init()
+      }
+      override func performLoad() async throws -> Int {
+        startIncidentalDependency(layer)  // discovered in the web map's content
+        return 1
+      }
+    }
+    let control = ControlledLoad<String>()
+    let layer = control.makeLoadable()
+    let map = WebMap(layer: layer)
+    try await map.load()  // does not wait for the layer
+    #expect(map.loadStatus == .loaded)
+    await control.waitForStart()
+    control.fail(Boom(code: 404))
+    await eventually { layer.loadStatus == .failed }
+    #expect(map.loadStatus == .loaded)
+    // A refresh of the map refreshes the layer it discovers, which starts the failed layer again.
+    let retry = Task { try await map.fetch() }
+    await control.waitForStart(2)
+    control.resolve("layer")
+    _ = try await retry.value
+    await eventually { layer.loadStatus == .loaded }
+  }
+
+  @Test func dependenciesListTheLoadableAFlatMapReturned() async throws {
+    let table = AsyncLoadable { "table" }.named("table")
+    let layer = AsyncLoadable { 1 }.named("layer")
+    let tableOfLayer = layer.flatMap { _ in table }.named("table of layer")
+    #expect(tableOfLayer.dependencies.count == 1)
+    try await tableOfLayer.load()
+    #expect(tableOfLayer.dependencies.map { ObjectIdentifier($0.loadable) } == [ObjectIdentifier(layer), ObjectIdentifier(table)])
+    #expect(tableOfLayer.dependencyTree(showingDurations: false) == """
+      table of layer [loaded]
+      ├─ layer [loaded]
+      └─ table [loaded]
+      """)
+  }
+}

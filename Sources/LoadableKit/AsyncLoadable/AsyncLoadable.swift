@@ -379,12 +379,15 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       // Cancelling runs the task's cancellation handlers here, which may cascade to dependencies.
       Trampoline.run { task.cancel() }
     }
-    for (_, waiter) in effects.waiters {
-      waiter.resume(with: effects.result)
-    }
+    // Observers and live derived loadables hear of the change before the callers resume, so a
+    // caller that returns from `fetch()` finds `map` results and status handlers up to date
+    // (unless another thread is delivering this loadable's notifications at that moment).
     deliver(effects.event, contentChanged: effects.changedContent)
     if effects.changedContent, case .success = effects.result {
       notifyContentListeners()
+    }
+    for (_, waiter) in effects.waiters {
+      waiter.resume(with: effects.result)
     }
   }
 

@@ -28,9 +28,25 @@ extension AsyncLoadable {
   }
 
   /// The declared dependencies, in the order they were added, including the parents that
-  /// combinators record.
+  /// combinators record, followed by the loadable the last `flatMap` or `joined` transform
+  /// returned, if any.
   public var dependencies: [(loadable: any Loadable, kind: DependencyKind)] {
-    state.withLock(owner: self) { $0.extras?.dependencies ?? [] }
+    var all = state.withLock(owner: self) { $0.extras?.dependencies ?? [] }
+    if let inner = (self as? any InnerSourceProviding)?.innerLoadable { all.append((inner, .required)) }
+    return all
+  }
+
+  /// Starts `dependency` with the intent of the attempt that is running, without waiting for it:
+  /// an incidental dependency discovered inside ``performLoad()``.
+  ///
+  /// A map that learns its layers from its web map's content starts them this way, and loads
+  /// whether or not they do. Outside an attempt it starts `dependency` as `load()` would.
+  public final func startIncidentalDependency(_ dependency: any Loadable) {
+    if let context = AttemptContext.current {
+      context.start(dependency)
+    } else {
+      AttemptContext(owner: self, intent: .load).start(dependency)
+    }
   }
 
   /// Loads `dependency` with the intent of the attempt that is running, and returns its content.

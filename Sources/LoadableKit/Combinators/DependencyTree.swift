@@ -13,24 +13,30 @@ extension AsyncLoadable {
   /// ```
   ///
   /// A loadable reached twice is expanded once; a cycle is marked, not followed.
-  public var dependencyTreeDescription: String {
+  public var dependencyTreeDescription: String { dependencyTree() }
+
+  /// The tree of ``dependencyTreeDescription``, optionally without the load times (for output
+  /// that must not change from run to run).
+  public func dependencyTree(showingDurations: Bool = true) -> String {
     var lines: [String] = []
     var expanded: Set<ObjectIdentifier> = []
-    describe(self, kind: nil, prefix: "", childPrefix: "", path: [], expanded: &expanded, into: &lines)
+    describe(
+      self, kind: nil, prefix: "", childPrefix: "", path: [], durations: showingDurations,
+      expanded: &expanded, into: &lines)
     return lines.joined(separator: "\n")
   }
 }
 
 private func describe(
   _ node: any Loadable, kind: DependencyKind?, prefix: String, childPrefix: String,
-  path: Set<ObjectIdentifier>, expanded: inout Set<ObjectIdentifier>, into lines: inout [String]
+  path: Set<ObjectIdentifier>, durations: Bool, expanded: inout Set<ObjectIdentifier>, into lines: inout [String]
 ) {
   let id = ObjectIdentifier(node)
   let info = (node as? any TreeDescribable)?.treeInfo
   var line = prefix + (info?.label ?? String(describing: type(of: node)))
   line += " [\(node.loadStatus)"
   if node.loadStatus == .failed, let error = node.loadError { line += ": \(error)" }
-  if node.loadStatus == .loaded, let duration = info?.duration { line += " \(format(duration))" }
+  if durations, node.loadStatus == .loaded, let duration = info?.duration { line += " \(format(duration))" }
   line += "]"
   if kind == .incidental { line += " (incidental)" }
   if path.contains(id) {
@@ -49,7 +55,7 @@ private func describe(
       child.loadable, kind: child.kind,
       prefix: childPrefix + (last ? "└─ " : "├─ "),
       childPrefix: childPrefix + (last ? "   " : "│  "),
-      path: path.union([id]), expanded: &expanded, into: &lines)
+      path: path.union([id]), durations: durations, expanded: &expanded, into: &lines)
   }
 }
 
@@ -66,14 +72,8 @@ protocol TreeDescribable {
 
 extension AsyncLoadable: TreeDescribable {
   var treeInfo: (label: String, duration: Duration?, children: [(loadable: any Loadable, kind: DependencyKind)]) {
-    let (name, duration, dependencies) = state.withLock(owner: self) {
-      ($0.extras?.settings?.name, $0.extras?.lastDuration, $0.extras?.dependencies ?? [])
-    }
-    var children = dependencies
-    if let derived = self as? any InnerSourceProviding, let inner = derived.innerLoadable {
-      children.append((inner, .required))
-    }
-    return (name ?? String(describing: type(of: self)), duration, children)
+    let (name, duration) = state.withLock(owner: self) { ($0.extras?.settings?.name, $0.extras?.lastDuration) }
+    return (name ?? String(describing: type(of: self)), duration, dependencies)
   }
 }
 
