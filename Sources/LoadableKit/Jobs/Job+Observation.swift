@@ -1,0 +1,108 @@
+import Observation
+
+// MARK: - Observation
+
+extension Job: Observable {}
+
+extension Job {
+  /// The job's events: a snapshot of its current state first, then every status change, progress
+  /// step and message, in the order they happened.
+  ///
+  /// Each access makes a new stream with an unbounded buffer. The stream finishes after the
+  /// job's terminal status (at once, after the snapshot, for a finished job), or when the job is
+  /// deallocated; ending the iteration removes the subscription.
+  ///
+  /// ```swift
+  /// for await event in job.events {
+  ///   switch event {
+  ///   case .snapshot(let snapshot): show(snapshot)
+  ///   case .status(let status): statusLabel.text = "\(status)"
+  ///   case .progress(let fraction): progressView.progress = fraction
+  ///   case .message(let message): log.append(message.text)
+  ///   }
+  /// }
+  /// ```
+  public var events: AsyncStream<JobEvent> {
+    let (stream, continuation) = AsyncStream.makeStream(of: JobEvent.self, bufferingPolicy: .unbounded)
+    let id = addObserver { delivery in
+      switch delivery {
+      case .event(let event): continuation.yield(event)
+      case .end: continuation.finish()
+      }
+    }
+    continuation.onTermination = { [weak self] _ in self?.removeObserver(id) }
+    return stream
+  }
+
+  /// Starts the job as ``start()`` does, and reports its status and result to callbacks, in the
+  /// manner of ArcGIS Runtime's `AGSJob.start(statusHandler:completion:)`.
+  ///
+  /// `statusHandler` gets the status right after the call (the job's own status then, usually
+  /// ``JobStatus/started``), then every change. `completion` runs once, after the terminal status
+  /// was reported: with the output, or with the job's error. Both run outside the job's lock, one
+  /// call at a time, and may call back into the job.
+  ///
+  /// The handlers are registered even when the job was already running; when it had already
+  /// finished, they run before this method returns. If the job is deallocated before it finishes,
+  /// `completion` gets `CancellationError`.
+  ///
+  /// ```swift
+  /// job.start(statusHandler: { status in print("status: \(status)") }) { result in
+  ///   switch result {
+  ///   case .success(let output): use(output)
+  ///   case .failure(let error): print(error)
+  ///   }
+  /// }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - statusHandler: Called with the current status and every status change.
+  ///   - completion: Called once with the job's result.
+  /// - Returns: Whether the job started or resumed, as ``start()`` returns it.
+  @discardableResult
+  public func start(
+    statusHandler: (@Sendable (JobStatus) -> Void)? = nil,
+    completion: @escaping @Sendable (Result<Work.Output, any Error>) -> Void
+  ) -> Bool {
+    let started = start()
+    addObserver { delivery in
+      switch delivery {
+      case .event(.snapshot(let snapshot)): statusHandler?(snapshot.status)
+      case .event(.status(let status)): statusHandler?(status)
+      case .event: break
+      case .end(let result): completion(result ?? .failure(CancellationError()))
+      }
+    }
+    return started
+  }
+
+  @discardableResult
+  func addObserver(_ observer: @escaping Machine.Observer) -> UInt64 {
+    let id = nextJobWaiterID()
+    if withState({ $0.addObserver(id, observer) }) { drainObservers() }
+    return id
+  }
+
+  func removeObserver(_ id: UInt64) {
+    state.withLock(owner: self) { $0.removeObserver(id) }
+  }
+
+  /// Delivers pending events until there are none; only one caller drains at a time, so every
+  /// observer gets its events in order.
+  func drainObservers() {
+    while let batch = state.withLock(owner: self, { $0.takeDeliveries() }) {
+      for (observer, deliveries) in batch {
+        for delivery in deliveries { observer(delivery) }
+      }
+    }
+  }
+
+  /// Tells the `ObservationRegistrar` what a transition changed, outside the lock.
+  func notifyObservation(of changes: JobChanges) {
+    guard !changes.isEmpty else { return }
+    if changes.contains(.status) { registrar.withMutation(of: self, keyPath: \.status) {} }
+    if changes.contains(.progress) { registrar.withMutation(of: self, keyPath: \.fractionCompleted) {} }
+    if changes.contains(.messages) { registrar.withMutation(of: self, keyPath: \.messages) {} }
+    if changes.contains(.error) { registrar.withMutation(of: self, keyPath: \.error) {} }
+  }
+}

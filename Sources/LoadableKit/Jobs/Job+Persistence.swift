@@ -1,0 +1,71 @@
+import Foundation
+
+// MARK: - JSON persistence
+
+extension Job {
+  /// Encodes the job: its kind, parameters, status, latest checkpoint, progress and messages.
+  ///
+  /// Works in every status and records the checkpoint saved last at the moment of the call. To
+  /// save a running job exactly at a checkpoint, ``pause()`` it and await ``waitUntilParked()``
+  /// first. Outputs are not encoded. The format is described in <doc:Jobs>.
+  ///
+  /// - Returns: UTF-8 JSON with sorted keys.
+  /// - Throws: ``JobError`` with ``JobError/Code/encodingFailed`` when the work or its checkpoint
+  ///   does not encode.
+  public func toJSON() throws -> Data {
+    let snapshot = withState { state in (state.snapshot, state.checkpoint) }
+    let envelope = JobEnvelope(
+      schemaVersion: JobJSON.schemaVersion, kind: Work.kind, parameters: work, status: snapshot.0.status,
+      checkpoint: snapshot.1, fractionCompleted: snapshot.0.fractionCompleted, messages: snapshot.0.messages,
+      error: snapshot.0.error.map(PersistedJobError.init))
+    do {
+      return try JobJSON.encoder().encode(envelope)
+    } catch {
+      throw JobError(code: .encodingFailed, message: "the job could not be encoded: \(error)", underlyingError: error)
+    }
+  }
+
+  /// Restores a job from the JSON that ``toJSON()`` made, with default ``JobOptions``.
+  ///
+  /// A job that never started comes back ``JobStatus/notStarted``; one that had started comes back
+  /// ``JobStatus/paused`` with its checkpoint, and ``start()`` runs its work again from there. A
+  /// finished job comes back in its terminal state (one that was being cancelled comes back
+  /// ``JobStatus/failed`` with `CancellationError`): ``start()`` returns `false`, and ``output``
+  /// throws ``JobError/Code/outputNotPersisted``.
+  ///
+  /// - Parameter data: The job's JSON form.
+  /// - Returns: The restored job.
+  /// - Throws: ``JobError`` with ``JobError/Code/truncated``, ``JobError/Code/malformed``,
+  ///   ``JobError/Code/unsupportedSchemaVersion`` or ``JobError/Code/kindMismatch``.
+  public static func fromJSON(_ data: Data) throws -> Job<Work> {
+    try fromJSON(data, options: JobOptions())
+  }
+
+  /// Restores a job from its JSON form, as ``fromJSON(_:)`` does, with `options`.
+  public static func fromJSON(_ data: Data, options: JobOptions) throws -> Job<Work> {
+    let envelope = try JobJSON.decode(data, as: Work.self)
+    let notPersisted = JobError(
+      code: .outputNotPersisted,
+      message: "the job was restored after it finished (\(envelope.status.rawValue)); outputs are not persisted")
+    let machine: Machine
+    switch envelope.status {
+    case .notStarted, .started, .paused:
+      machine = Machine(
+        status: envelope.status == .notStarted ? .notStarted : .paused, checkpoint: envelope.checkpoint,
+        messages: envelope.messages, progress: envelope.fractionCompleted)
+    case .succeeded:
+      machine = Machine(
+        status: .succeeded, checkpoint: envelope.checkpoint, messages: envelope.messages, progress: 1,
+        result: .failure(notPersisted))
+    case .canceling, .failed:
+      let error =
+        envelope.status == .canceling
+        ? CancellationError()
+        : envelope.error?.restored ?? JobError(code: .workFailed, message: "the job failed; no error was recorded")
+      machine = Machine(
+        status: .failed, checkpoint: envelope.checkpoint, messages: envelope.messages, error: error,
+        progress: envelope.fractionCompleted, result: .failure(notPersisted))
+    }
+    return Job(restoring: envelope.parameters, options: options, machine: machine)
+  }
+}

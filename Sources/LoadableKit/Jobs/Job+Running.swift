@@ -1,0 +1,110 @@
+// MARK: - Running the work
+
+extension Job {
+  /// The source of the messages the job itself posts.
+  static var messageSource: String { "LoadableKit" }
+
+  /// Starts the task of run `runID`. The task keeps the job alive until the work stops.
+  func launch(_ runID: UInt64) {
+    let task = Task { await self.drive(runID: runID, clock: self.options.clock) }
+    if withState({ $0.attach(task, runID: runID) }) { task.cancel() }
+  }
+
+  /// Runs the work until it succeeds, fails, or is cancelled, retrying transient errors.
+  func drive<C: Clock<Duration>>(runID: UInt64, clock: C) async {
+    var window = TransientWindow<C.Instant>()
+    while true {
+      do {
+        let context = JobContext(host: self, signals: signals)
+        try await context.pausePoint()  // a job paused before (or between) runs parks here
+        let output = try await work.run(in: context)
+        finish(runID, with: .success(output))
+        return
+      } catch {
+        guard !(error is CancellationError), options.isTransient(error) else {
+          finish(runID, with: .failure(error))
+          return
+        }
+        let generation = state.withLock(owner: self) { $0.checkpointGeneration }
+        let decision = window.record(
+          errorAt: clock.now, checkpointGeneration: generation,
+          window: options.transientWindow, backoff: options.backoff)
+        switch decision {
+        case .giveUp:
+          let text = "The connection was lost: the work kept failing for \(options.transientWindow). Last error: \(error)"
+          finish(
+            runID, with: .failure(JobError(code: .connectionLost, message: text, underlyingError: error)),
+            message: JobMessage(text, severity: .error, source: Self.messageSource))
+          return
+        case .retry(let delay, let attempt):
+          let message = JobMessage(
+            "Retry \(attempt) in \(delay) after a transient error: \(error)",
+            severity: .warning, source: Self.messageSource)
+          let (waits, effects) = withState { $0.beginBackoff(runID: runID, message: message) }
+          perform(effects)
+          guard waits else {
+            finish(runID, with: .failure(CancellationError()))
+            return
+          }
+          do {
+            try await clock.sleep(for: delay)
+          } catch {
+            finish(runID, with: .failure(error))
+            return
+          }
+          withState { $0.endBackoff(runID: runID) }
+        }
+      }
+    }
+  }
+
+  func finish(_ runID: UInt64, with result: Result<Work.Output, any Error>, message: JobMessage? = nil) {
+    perform(withState { $0.finish(runID: runID, with: result, message: message) })
+  }
+}
+
+// MARK: - The context's host
+
+extension Job: JobContextHost {
+  @usableFromInline typealias Checkpoint = Work.Checkpoint
+
+  @usableFromInline
+  func savedCheckpoint() -> Work.Checkpoint? {
+    state.withLock(owner: self) { $0.checkpoint }
+  }
+
+  @usableFromInline
+  func saveCheckpoint(_ checkpoint: Work.Checkpoint) {
+    state.withLock(owner: self) { $0.saveCheckpoint(checkpoint) }
+  }
+
+  @usableFromInline
+  func publishProgress() {
+    perform(withState { $0.publishProgress() })
+  }
+
+  @usableFromInline
+  func post(_ message: JobMessage) {
+    perform(withState { $0.post(message) })
+  }
+
+  @usableFromInline
+  nonisolated(nonsending) func parkAtPausePoint() async throws {
+    let id = nextJobWaiterID()
+    try await withTaskCancellationHandler {
+      try await withUnsafeThrowingContinuation { (continuation: Machine.Park) in
+        let (decision, effects) = withState {
+          $0.enterPausePoint(id, continuation, taskIsCancelled: Task.isCancelled)
+        }
+        perform(effects)
+        switch decision {
+        case .proceed: continuation.resume()
+        case .cancel: continuation.resume(throwing: CancellationError())
+        case .parked: break
+        }
+      }
+    } onCancel: {
+      state.withLock(owner: self) { $0.leavePausePoint(id) }?.resume(throwing: CancellationError())
+    }
+  }
+}

@@ -1,0 +1,283 @@
+import Observation
+import Synchronization
+
+/// A long-running operation with a status, progress, messages, pause, resume and cancel, that
+/// can be saved as JSON and resumed after the app stopped.
+///
+/// A job runs a ``JobWork`` value, the operation's parameters. It does nothing until ``start()``;
+/// then the work runs on a task of its own, reports progress and messages through its
+/// ``JobContext``, and ends the job ``JobStatus/succeeded`` with an ``output`` or
+/// ``JobStatus/failed`` with an ``error``. A finished job never runs again.
+///
+/// ```swift
+/// let job = Job(DownloadTiles(tiles: tiles))
+/// job.start()
+/// for await event in job.events {                 // the current state first, then each change
+///   if case .progress(let fraction) = event { progressView.progress = fraction }
+/// }
+/// let count = try await job.output                // waits for the end; never starts the job
+/// ```
+///
+/// ## Pausing and persisting
+///
+/// ``pause()`` sets ``JobStatus/paused`` at once; the work parks at its next
+/// ``JobContext/pausePoint()``. Await ``waitUntilParked()`` before ``toJSON()`` to save the job
+/// exactly at a checkpoint. ``fromJSON(_:)`` brings it back paused, and ``start()`` resumes it from
+/// that checkpoint. See <doc:Jobs> for the JSON format.
+///
+/// ## Thread safety
+///
+/// A job is `Sendable` and needs no actor: its state is a value in a `Mutex`, and everything that
+/// runs user code or resumes a caller (the work, handlers, continuations) happens after the lock
+/// is released. It conforms to `Observable`: `withObservationTracking` and SwiftUI see changes to
+/// ``status``, ``fractionCompleted``, ``messages`` and ``error``.
+///
+/// A running job keeps itself alive until its work stops. A paused job whose work is parked stays
+/// alive too, waiting for ``start()`` or ``cancel()``: cancel a job you no longer need.
+public final class Job<Work: JobWork>: @unchecked Sendable {
+  typealias Machine = JobStateMachine<Work.Checkpoint, Work.Output>
+
+  /// The work this job runs: its parameters.
+  public let work: Work
+  /// How the job treats transient errors.
+  public let options: JobOptions
+
+  let state: Mutex<Machine>
+  /// The progress and the pause-point gate, read and written without the lock.
+  let signals: JobSignals
+  let registrar = ObservationRegistrar()
+
+  /// Creates a job that runs `work` with default ``JobOptions``: no error is transient.
+  ///
+  /// The job is ``JobStatus/notStarted``; call ``start()`` to run it.
+  public convenience init(_ work: Work) {
+    self.init(work, options: JobOptions())
+  }
+
+  /// Creates a job that runs `work` with `options`.
+  ///
+  /// - Parameters:
+  ///   - work: The work and its parameters.
+  ///   - options: Which errors are transient, the backoff and window for retrying them, and the
+  ///     clock to wait on.
+  public init(_ work: Work, options: JobOptions) {
+    self.work = work
+    self.options = options
+    self.state = Mutex(Machine())
+    self.signals = JobSignals(progress: 0)
+  }
+
+  /// A job restored from its JSON form.
+  init(restoring work: Work, options: JobOptions, machine: Machine) {
+    self.work = work
+    self.options = options
+    self.signals = JobSignals(progress: machine.progress)
+    self.state = Mutex(machine)
+  }
+
+  deinit {
+    let observers = state.withLock(owner: self) { $0.detachObservers() }
+    for observer in observers { observer(.end(nil)) }
+  }
+
+  // MARK: - State
+
+  /// The current status. Observable.
+  public var status: JobStatus {
+    registrar.access(self, keyPath: \.status)
+    return state.withLock(owner: self) { $0.status }
+  }
+
+  /// The messages posted so far, oldest first. Observable.
+  public var messages: [JobMessage] {
+    registrar.access(self, keyPath: \.messages)
+    return state.withLock(owner: self) { $0.messages }
+  }
+
+  /// The fraction of the work completed, from 0 to 1.
+  ///
+  /// It never goes down, and it is 1 once the job succeeded. Reading it always gives the latest
+  /// value; observation (``events``, `withObservationTracking`) is told about it once per 1/1000
+  /// step and before every status change.
+  public var fractionCompleted: Double {
+    registrar.access(self, keyPath: \.fractionCompleted)
+    return signals.progress
+  }
+
+  /// Why the job failed; non-`nil` exactly when ``status`` is ``JobStatus/failed``. Observable.
+  ///
+  /// `CancellationError` after ``cancel()``; a ``JobError`` with ``JobError/Code/connectionLost``
+  /// when transient errors outlasted the window; otherwise the error the work threw.
+  public var error: (any Error)? {
+    registrar.access(self, keyPath: \.error)
+    return state.withLock(owner: self) { $0.error }
+  }
+
+  /// Status, progress, messages and error, read together in one step. Observable.
+  public var snapshot: JobSnapshot {
+    registrar.access(self, keyPath: \.status)
+    registrar.access(self, keyPath: \.fractionCompleted)
+    registrar.access(self, keyPath: \.messages)
+    registrar.access(self, keyPath: \.error)
+    return withState { $0.snapshot }
+  }
+
+  /// The last checkpoint the work saved (or the one restored from JSON); `nil` when there is none.
+  public var checkpoint: Work.Checkpoint? {
+    state.withLock(owner: self) { $0.checkpoint }
+  }
+
+  // MARK: - Lifecycle
+
+  /// Starts the job, or resumes it when it is paused.
+  ///
+  /// | status | effect | returns |
+  /// |---|---|---|
+  /// | ``JobStatus/notStarted`` | runs the work from the start | `true` |
+  /// | ``JobStatus/paused`` | the parked work goes on; a job restored from JSON runs its work again from the checkpoint | `true` |
+  /// | ``JobStatus/started``, ``JobStatus/canceling`` | nothing | `false` |
+  /// | ``JobStatus/succeeded``, ``JobStatus/failed`` | nothing: a finished job never runs again | `false` |
+  ///
+  /// - Returns: Whether the job started or resumed.
+  @discardableResult
+  public func start() -> Bool {
+    let (started, effects) = withState { $0.start() }
+    perform(effects)
+    return started
+  }
+
+  /// Pauses a running job.
+  ///
+  /// The status becomes ``JobStatus/paused`` at once; the work goes on until its next
+  /// ``JobContext/pausePoint()`` and parks there until ``start()`` or ``cancel()``. Await
+  /// ``waitUntilParked()`` to know it has stopped. A job waiting to retry a transient error stays
+  /// paused after the wait.
+  ///
+  /// - Returns: `true` when the job was ``JobStatus/started``; `false` in every other status.
+  @discardableResult
+  public func pause() -> Bool {
+    let (paused, effects) = withState { $0.pause() }
+    perform(effects)
+    return paused
+  }
+
+  /// Cancels the job and waits until its work has stopped.
+  ///
+  /// A running or paused job becomes ``JobStatus/canceling``: its task is cancelled, a parked
+  /// ``JobContext/pausePoint()`` throws `CancellationError`, and this call waits until
+  /// ``JobWork/run(in:)`` returns. The job then ends ``JobStatus/failed`` with `CancellationError`,
+  /// even when the work ignored the cancellation and returned a value: that value is dropped.
+  /// A job that was not running (``JobStatus/notStarted``, or paused after ``fromJSON(_:)``) fails
+  /// at once.
+  ///
+  /// Cancelling the task that calls this method stops the wait early (the job still ends as
+  /// described).
+  ///
+  /// - Returns: `true` when this call cancelled the job; `false` when it had already finished or
+  ///   another call was cancelling it (this call still waits for the work to stop).
+  @discardableResult
+  nonisolated(nonsending) public func cancel() async -> Bool {
+    let (outcome, effects) = withState { $0.cancel() }
+    perform(effects)
+    switch outcome {
+    case .nothing:
+      return false
+    case .cancelled:
+      return true
+    case .canceling:
+      _ = try? await output
+      return true
+    case .alreadyCanceling:
+      _ = try? await output
+      return false
+    }
+  }
+
+  /// The output of the job, once it has succeeded.
+  ///
+  /// Waits until the job ends; it never starts the job, so awaiting the output of a job nobody
+  /// starts waits until the awaiting task is cancelled. Returns at once when the job has finished.
+  ///
+  /// - Throws: The job's ``error`` when it failed (`CancellationError` after ``cancel()``);
+  ///   ``JobError/Code/outputNotPersisted`` for a job restored from JSON after it finished;
+  ///   `CancellationError` when the awaiting task is cancelled.
+  nonisolated(nonsending) public var output: Work.Output {
+    get async throws {
+      if let result = state.withLock(owner: self, { $0.result }) { return try result.get() }
+      let id = nextJobWaiterID()
+      return try await withTaskCancellationHandler {
+        try await withUnsafeThrowingContinuation { (continuation: Machine.OutputWaiter) in
+          let answer = state.withLock(owner: self) { $0.addOutputWaiter(id, continuation, taskIsCancelled: Task.isCancelled) }
+          if let answer { continuation.resume(with: answer) }
+        }
+      } onCancel: {
+        state.withLock(owner: self) { $0.removeOutputWaiter(id) }?.resume(throwing: CancellationError())
+      }
+    }
+  }
+
+  /// Waits until a paused job's work has stopped at a pause point, so that its checkpoint cannot
+  /// change any more.
+  ///
+  /// Returns at once unless the job is ``JobStatus/paused`` with its work still running. Otherwise
+  /// it returns when the work parks at ``JobContext/pausePoint()``, or when the job is resumed,
+  /// cancelled or finishes, or when the calling task is cancelled. A job waiting out a
+  /// transient-error backoff counts as parked.
+  ///
+  /// ```swift
+  /// job.pause()
+  /// await job.waitUntilParked()
+  /// try job.toJSON().write(to: url)     // exactly at the last checkpoint
+  /// ```
+  ///
+  /// Work that calls ``JobContext/pausePoint()`` from several child tasks counts as parked when the
+  /// first of them parks.
+  nonisolated(nonsending) public func waitUntilParked() async {
+    let id = nextJobWaiterID()
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: Machine.SettleWaiter) in
+        let now = withState { $0.addSettleWaiter(id, continuation, taskIsCancelled: Task.isCancelled) }
+        if now { continuation.resume() }
+      }
+    } onCancel: {
+      state.withLock(owner: self) { $0.removeSettleWaiter(id) }?.resume()
+    }
+  }
+
+  // MARK: - Effects
+
+  /// Runs `body` on the state, with the lock-free progress mirrored in and out, and keeps the
+  /// pause-point gate in step with the status.
+  func withState<R>(_ body: (inout Machine) -> R) -> R {
+    state.withLock(owner: self) { state in
+      let before = signals.progressBits.load(ordering: .relaxed)
+      state.progress = Double(bitPattern: before)
+      let result = body(&state)
+      if state.progress.bitPattern > before {
+        _ = signals.progressBits.max(state.progress.bitPattern, ordering: .relaxed)
+      }
+      signals.gate.store(state.status == .started, ordering: .releasing)
+      return result
+    }
+  }
+
+  /// Performs what a transition asked for, outside the lock.
+  func perform(_ effects: Machine.Effects) {
+    effects.cancelTask?.cancel()
+    for park in effects.resumeParked { park.resume() }
+    for park in effects.cancelParked { park.resume(throwing: CancellationError()) }
+    for waiter in effects.settled { waiter.resume() }
+    if let result = effects.result {
+      for waiter in effects.outputWaiters { waiter.resume(with: result) }
+    }
+    if let runID = effects.launch { launch(runID) }
+    notifyObservation(of: effects.changes)
+    if effects.drain { drainObservers() }
+  }
+}
+
+let jobWaiterIDs = Atomic<UInt64>(0)
+
+func nextJobWaiterID() -> UInt64 {
+  jobWaiterIDs.wrappingAdd(1, ordering: .relaxed).newValue
+}

@@ -1,0 +1,95 @@
+/// An error that a ``Job`` itself raises: bad JSON, a lost connection, an output that was not
+/// persisted.
+///
+/// Like ``LoadableError``, it is a struct with a stable ``Code`` rather than an enum, so new codes
+/// can be added without breaking the API. Two values are equal when their codes are; the
+/// ``message`` explains the particular occurrence.
+///
+/// ```swift
+/// do {
+///   job = try Job<DownloadTiles>.fromJSON(data)
+/// } catch let error as JobError where error == .unsupportedSchemaVersion {
+///   askTheUserToUpdateTheApp()
+/// }
+/// ```
+///
+/// Cancellation is never a `JobError`: a cancelled job fails with Swift's `CancellationError`.
+public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// A stable identifier for a kind of ``JobError``.
+  public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The code's stable name, as it appears in descriptions and in a failed job's JSON form.
+    public var rawValue: String
+    /// Creates a code from its stable name.
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// The code's stable name.
+    public var description: String { rawValue }
+
+    /// The data is not a job's JSON form: not JSON, a missing or mistyped field, an invalid
+    /// value, or parameters or a checkpoint that the work's types cannot decode.
+    public static let malformed = Code(rawValue: "malformed")
+    /// The data ends before its JSON value does, as a file cut short by a crash does.
+    public static let truncated = Code(rawValue: "truncated")
+    /// The JSON holds a job of another kind than the one asked for.
+    public static let kindMismatch = Code(rawValue: "kindMismatch")
+    /// A ``JobRegistry`` has no work type registered for the JSON's kind.
+    public static let unknownKind = Code(rawValue: "unknownKind")
+    /// The JSON was written by a newer version of LoadableKit, with a schema this one cannot read.
+    public static let unsupportedSchemaVersion = Code(rawValue: "unsupportedSchemaVersion")
+    /// The work kept failing with transient errors for longer than the job's
+    /// ``JobOptions/transientWindow``.
+    public static let connectionLost = Code(rawValue: "connectionLost")
+    /// The job was restored from JSON after it finished; outputs are not persisted.
+    public static let outputNotPersisted = Code(rawValue: "outputNotPersisted")
+    /// The job was restored from JSON after it failed with an error that is known only by its
+    /// description.
+    public static let workFailed = Code(rawValue: "workFailed")
+    /// ``Job/toJSON()`` could not encode the work or its checkpoint.
+    public static let encodingFailed = Code(rawValue: "encodingFailed")
+  }
+
+  /// The stable code of this error; equality and hashing use only the code.
+  public var code: Code
+  /// A human-readable explanation of this occurrence.
+  public var message: String
+  /// The error that caused this one, when there is one: the last transient error for
+  /// ``Code/connectionLost``, the encoder's error for ``Code/encodingFailed``.
+  public var underlyingError: (any Error)?
+
+  /// Creates an error with a code, a message and, optionally, the error that caused it.
+  public init(code: Code, message: String, underlyingError: (any Error)? = nil) {
+    self.code = code
+    self.message = message
+    self.underlyingError = underlyingError
+  }
+
+  /// `JobError.<code>: <message>`.
+  public var description: String { "JobError.\(code): \(message)" }
+
+  /// Whether two errors have the same ``code``; the messages and underlying errors do not count.
+  public static func == (lhs: JobError, rhs: JobError) -> Bool { lhs.code == rhs.code }
+  /// Hashes the ``code`` only, consistently with ``==(_:_:)``.
+  public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+  /// An error with the ``Code/malformed`` code and no particular message; use it to compare.
+  public static var malformed: JobError { JobError(code: .malformed, message: "the data is not a job's JSON form") }
+  /// An error with the ``Code/truncated`` code; use it to compare.
+  public static var truncated: JobError { JobError(code: .truncated, message: "the JSON ends early") }
+  /// An error with the ``Code/kindMismatch`` code; use it to compare.
+  public static var kindMismatch: JobError { JobError(code: .kindMismatch, message: "the JSON holds a job of another kind") }
+  /// An error with the ``Code/unknownKind`` code; use it to compare.
+  public static var unknownKind: JobError { JobError(code: .unknownKind, message: "no work type is registered for the kind") }
+  /// An error with the ``Code/unsupportedSchemaVersion`` code; use it to compare.
+  public static var unsupportedSchemaVersion: JobError {
+    JobError(code: .unsupportedSchemaVersion, message: "the JSON has a newer schema version")
+  }
+  /// An error with the ``Code/connectionLost`` code; use it to compare.
+  public static var connectionLost: JobError { JobError(code: .connectionLost, message: "the connection was lost") }
+  /// An error with the ``Code/outputNotPersisted`` code; use it to compare.
+  public static var outputNotPersisted: JobError {
+    JobError(code: .outputNotPersisted, message: "the job was restored after it finished; outputs are not persisted")
+  }
+  /// An error with the ``Code/workFailed`` code; use it to compare.
+  public static var workFailed: JobError { JobError(code: .workFailed, message: "the work failed") }
+  /// An error with the ``Code/encodingFailed`` code; use it to compare.
+  public static var encodingFailed: JobError { JobError(code: .encodingFailed, message: "the job could not be encoded") }
+}

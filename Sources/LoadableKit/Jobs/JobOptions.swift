@@ -1,0 +1,118 @@
+/// How a ``Job`` treats errors: which ones are transient, how long it waits between retries, and
+/// for how long it keeps retrying.
+///
+/// A transient error (a dropped connection, a server that is briefly busy) does not fail the job:
+/// the job waits for the ``backoff`` delay on ``clock`` and runs ``JobWork/run(in:)`` again from the
+/// last checkpoint. The ``transientWindow`` starts at the first error of a run of transient errors
+/// and starts again once the work saves a new checkpoint, so a job that makes progress between
+/// failures keeps going. When the errors outlast the window, the job posts a message saying the
+/// connection was lost and fails with ``JobError/Code/connectionLost``.
+///
+/// ```swift
+/// let options = JobOptions(
+///   isTransient: { ($0 as? URLError)?.code == .networkConnectionLost },
+///   backoff: .exponential(initial: .seconds(2), maximum: .seconds(30)))
+/// let job = Job(DownloadTiles(tiles: tiles), options: options)
+/// ```
+///
+/// Tests pass a test clock (such as `LoadableKitTesting.TestClock`) to move through the window
+/// without waiting.
+public struct JobOptions: Sendable {
+  /// The delays between the retries of a run of transient errors.
+  public struct Backoff: Sendable, Hashable {
+    /// The delay before the first retry.
+    public var initial: Duration
+    /// The factor each later delay grows by.
+    public var multiplier: Double
+    /// The longest delay.
+    public var maximum: Duration
+
+    /// Creates a backoff whose delays are `initial`, `initial × multiplier`,
+    /// `initial × multiplier²`, …, never more than `maximum`. Negative durations count as zero.
+    public init(initial: Duration, multiplier: Double, maximum: Duration) {
+      self.initial = initial
+      self.multiplier = multiplier
+      self.maximum = maximum
+    }
+
+    /// Delays that double from `initial` up to `maximum`: by default 1 s, 2 s, 4 s, … 60 s.
+    public static func exponential(
+      initial: Duration = .seconds(1), multiplier: Double = 2, maximum: Duration = .seconds(60)
+    ) -> Backoff {
+      Backoff(initial: initial, multiplier: multiplier, maximum: maximum)
+    }
+
+    /// The same delay before every retry. A zero delay retries at once.
+    public static func constant(_ delay: Duration) -> Backoff {
+      Backoff(initial: delay, multiplier: 1, maximum: delay)
+    }
+
+    /// The delay before retry number `attempt` of a run of transient errors (the first retry is 1).
+    ///
+    /// Never negative and never more than ``maximum``; any `attempt` and `multiplier` are safe.
+    public func delay(forAttempt attempt: Int) -> Duration {
+      let cap = max(maximum, .zero)
+      let first = initial.seconds
+      guard first > 0 else { return .zero }
+      let factor = multiplier.isNaN ? 1 : Double.pow(max(multiplier, 0), max(attempt, 1) - 1)
+      let seconds = first * factor
+      guard seconds.isFinite, seconds < cap.seconds else { return cap }
+      return .seconds(seconds)
+    }
+  }
+
+  /// Whether an error that ``JobWork/run(in:)`` threw is transient and worth a retry.
+  ///
+  /// Called outside the job's lock, once per error. `CancellationError` is never retried. The
+  /// default treats no error as transient.
+  public var isTransient: @Sendable (any Error) -> Bool
+  /// The delays between retries.
+  public var backoff: Backoff
+  /// How long a run of transient errors may last before the job fails with
+  /// ``JobError/Code/connectionLost``; 10 minutes by default. `.zero` disables retries.
+  public var transientWindow: Duration
+  /// The clock the job waits on between retries and measures the window with.
+  public var clock: any Clock<Duration>
+
+  /// Creates options.
+  ///
+  /// - Parameters:
+  ///   - isTransient: Whether an error is transient; by default none is.
+  ///   - backoff: The delays between retries; by default 1 s doubling up to 60 s.
+  ///   - transientWindow: How long transient errors may go on; 10 minutes by default.
+  ///   - clock: The clock to wait on; a `ContinuousClock` by default.
+  public init(
+    isTransient: @escaping @Sendable (any Error) -> Bool = { _ in false },
+    backoff: Backoff = .exponential(),
+    transientWindow: Duration = .seconds(600),
+    clock: any Clock<Duration> = ContinuousClock()
+  ) {
+    self.isTransient = isTransient
+    self.backoff = backoff
+    self.transientWindow = transientWindow
+    self.clock = clock
+  }
+}
+
+extension Duration {
+  /// The duration in seconds, as a `Double`.
+  var seconds: Double {
+    let (seconds, attoseconds) = components
+    return Double(seconds) + Double(attoseconds) * 1e-18
+  }
+}
+
+extension Double {
+  static func pow(_ base: Double, _ exponent: Int) -> Double {
+    // Repeated squaring; stays finite or becomes +infinity, never traps.
+    var result = 1.0
+    var factor = base
+    var n = exponent
+    while n > 0 {
+      if n & 1 == 1 { result *= factor }
+      factor *= factor
+      n >>= 1
+    }
+    return result
+  }
+}

@@ -1,0 +1,391 @@
+/// What an observer of a ``Job`` receives: public events, then the end with the job's result
+/// (`nil` when the job was deallocated before it finished).
+enum JobDelivery<Output: Sendable>: Sendable {
+  case event(JobEvent)
+  case end(Result<Output, any Error>?)
+}
+
+/// The observable properties a transition changed; the job tells its `ObservationRegistrar`.
+struct JobChanges: OptionSet, Sendable {
+  var rawValue: UInt8
+  static let status = JobChanges(rawValue: 1 << 0)
+  static let progress = JobChanges(rawValue: 1 << 1)
+  static let messages = JobChanges(rawValue: 1 << 2)
+  static let error = JobChanges(rawValue: 1 << 3)
+}
+
+/// The state of a ``Job`` and its transitions, as a value.
+///
+/// Held in the job's `Mutex`. Every event is a `mutating` method that changes the state and
+/// returns ``Effects``: what the job must do *after* leaving the lock (resume continuations, start
+/// or cancel the task, deliver events). Nothing here runs user code, suspends or blocks.
+///
+/// Besides the public status, the machine tracks the job's *activity*: whether a task is driving
+/// the work (`running`), waiting out a transient-error backoff (`backingOff`), or absent (`idle`).
+/// A paused job is *settled* (nothing in progress that could still save a checkpoint) unless it is
+/// `running` with no caller parked at a pause point.
+struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
+  typealias Park = UnsafeContinuation<Void, any Error>
+  typealias OutputWaiter = UnsafeContinuation<Output, any Error>
+  typealias SettleWaiter = UnsafeContinuation<Void, Never>
+  typealias Observer = @Sendable (JobDelivery<Output>) -> Void
+
+  enum Activity: Equatable, Sendable {
+    case idle, running, backingOff
+  }
+
+  /// What to do after leaving the lock, in this order: cancel the task, resume parked callers,
+  /// resume settle waiters, resume output waiters with `result`, launch a run, notify observation,
+  /// drain observers.
+  struct Effects: Sendable {
+    var cancelTask: Task<Void, Never>?
+    var resumeParked: [Park] = []
+    var cancelParked: [Park] = []
+    var settled: [SettleWaiter] = []
+    var outputWaiters: [OutputWaiter] = []
+    var result: Result<Output, any Error>?
+    var launch: UInt64?
+    var changes: JobChanges = []
+    var drain = false
+  }
+
+  enum CancelOutcome: Equatable, Sendable {
+    /// The job had already finished.
+    case nothing
+    /// The job ended at once: no work was running.
+    case cancelled
+    /// The job is `.canceling`; wait until the work stops.
+    case canceling
+    /// Another `cancel()` got there first; wait until the work stops.
+    case alreadyCanceling
+  }
+
+  enum PauseDecision: Equatable, Sendable {
+    case proceed, cancel, parked
+  }
+
+  struct ObserverEntry {
+    var handler: Observer
+    var pending: [JobDelivery<Output>]
+  }
+
+  private(set) var status: JobStatus
+  private(set) var checkpoint: Checkpoint?
+  /// Counts saved checkpoints; the transient-error window restarts when it changes.
+  private(set) var checkpointGeneration: UInt64 = 0
+  private(set) var messages: [JobMessage]
+  private(set) var error: (any Error)?
+  /// The job's result once it finished.
+  private(set) var result: Result<Output, any Error>?
+  /// The current fraction completed. The job mirrors its lock-free progress in here before each
+  /// event and reads it back afterwards (success sets it to 1).
+  var progress: Double
+  private var publishedProgress: Double
+  private(set) var activity: Activity = .idle
+  private var runID: UInt64 = 0
+  private var task: Task<Void, Never>?
+  private var parked: [UInt64: Park] = [:]
+  private var outputWaiters: [UInt64: OutputWaiter] = [:]
+  private var settleWaiters: [UInt64: SettleWaiter] = [:]
+  private var observers: [UInt64: ObserverEntry] = [:]
+  private var isDraining = false
+
+  /// A new job, or one restored from JSON.
+  ///
+  /// A restored job's `status` is `.notStarted`, `.paused`, `.succeeded` or `.failed`; a finished
+  /// one gets `result` (a failure: outputs are not persisted).
+  init(
+    status: JobStatus = .notStarted, checkpoint: Checkpoint? = nil, messages: [JobMessage] = [],
+    error: (any Error)? = nil, progress: Double = 0, result: Result<Output, any Error>? = nil
+  ) {
+    self.status = status
+    self.checkpoint = checkpoint
+    self.messages = messages
+    self.error = error
+    self.progress = progress
+    self.publishedProgress = progress
+    self.result = result
+  }
+
+  var snapshot: JobSnapshot {
+    JobSnapshot(status: status, fractionCompleted: progress, messages: messages, error: error)
+  }
+
+  /// Paused with work in progress that has not reached a pause point yet.
+  var isUnsettled: Bool { status == .paused && activity == .running && parked.isEmpty }
+
+  // MARK: - Lifecycle
+
+  mutating func start() -> (Bool, Effects) {
+    var effects = Effects()
+    switch status {
+    case .notStarted:
+      setStatus(.started, &effects)
+      launch(&effects)
+    case .paused:
+      setStatus(.started, &effects)
+      if activity == .idle {
+        launch(&effects)
+      } else {
+        effects.resumeParked = Array(parked.values)
+        parked.removeAll()
+      }
+    case .started, .canceling, .succeeded, .failed:
+      return (false, effects)
+    }
+    settle(&effects)
+    return (true, effects)
+  }
+
+  mutating func pause() -> (Bool, Effects) {
+    var effects = Effects()
+    guard status == .started else { return (false, effects) }
+    setStatus(.paused, &effects)
+    settle(&effects)
+    return (true, effects)
+  }
+
+  mutating func cancel() -> (CancelOutcome, Effects) {
+    var effects = Effects()
+    switch status {
+    case .notStarted:
+      end(with: .failure(CancellationError()), &effects)
+      return (.cancelled, effects)
+    case .paused where activity == .idle:
+      end(with: .failure(CancellationError()), &effects)
+      return (.cancelled, effects)
+    case .started, .paused:
+      setStatus(.canceling, &effects)
+      effects.cancelTask = task
+      effects.cancelParked = Array(parked.values)
+      parked.removeAll()
+      settle(&effects)
+      return (.canceling, effects)
+    case .canceling:
+      return (.alreadyCanceling, effects)
+    case .succeeded, .failed:
+      return (.nothing, effects)
+    }
+  }
+
+  /// Records the task of run `runID`. Returns `true` when the task must be cancelled at once
+  /// because `cancel()` came before it was attached.
+  mutating func attach(_ task: Task<Void, Never>, runID: UInt64) -> Bool {
+    guard runID == self.runID, activity != .idle else { return false }
+    if status == .canceling { return true }
+    self.task = task
+    return false
+  }
+
+  /// Run `runID` ended with `result`. A cancelled job fails with `CancellationError` and drops the
+  /// result. `message` is posted first unless the job is being cancelled.
+  mutating func finish(runID: UInt64, with result: Result<Output, any Error>, message: JobMessage? = nil) -> Effects {
+    var effects = Effects()
+    guard runID == self.runID, activity != .idle else { return effects }
+    if status == .canceling {
+      end(with: .failure(CancellationError()), &effects)
+    } else {
+      if let message { append(message, &effects) }
+      end(with: result, &effects)
+    }
+    return effects
+  }
+
+  // MARK: - Pause points and transient retries
+
+  mutating func enterPausePoint(_ id: UInt64, _ park: Park, taskIsCancelled: Bool) -> (PauseDecision, Effects) {
+    var effects = Effects()
+    guard !taskIsCancelled else { return (.cancel, effects) }
+    switch status {
+    case .started:
+      return (.proceed, effects)
+    case .paused where activity != .idle:
+      parked[id] = park
+      settle(&effects)
+      return (.parked, effects)
+    case .notStarted, .paused, .canceling, .succeeded, .failed:
+      return (.cancel, effects)
+    }
+  }
+
+  /// The task of a parked caller was cancelled: hands back its continuation unless something
+  /// already resumed it.
+  mutating func leavePausePoint(_ id: UInt64) -> Park? {
+    parked.removeValue(forKey: id)
+  }
+
+  /// Run `runID` waits `message`'s backoff before running again. Returns `false` when the job is
+  /// being cancelled and must finish instead.
+  mutating func beginBackoff(runID: UInt64, message: JobMessage) -> (Bool, Effects) {
+    var effects = Effects()
+    guard runID == self.runID, activity == .running, status != .canceling else { return (false, effects) }
+    activity = .backingOff
+    append(message, &effects)
+    settle(&effects)
+    return (true, effects)
+  }
+
+  mutating func endBackoff(runID: UInt64) {
+    if runID == self.runID, activity == .backingOff { activity = .running }
+  }
+
+  // MARK: - The context
+
+  mutating func saveCheckpoint(_ checkpoint: Checkpoint) {
+    guard !status.isFinished else { return }
+    self.checkpoint = checkpoint
+    checkpointGeneration &+= 1
+  }
+
+  mutating func post(_ message: JobMessage) -> Effects {
+    var effects = Effects()
+    guard !status.isFinished else { return effects }
+    append(message, &effects)
+    return effects
+  }
+
+  /// Publishes ``progress`` if it grew since the last progress event.
+  mutating func publishProgress() -> Effects {
+    var effects = Effects()
+    guard !status.isFinished else { return effects }
+    flushProgress(&effects)
+    return effects
+  }
+
+  // MARK: - Waiters
+
+  /// Registers a caller of `output`; returns the answer instead when it is already known or the
+  /// caller is cancelled.
+  mutating func addOutputWaiter(_ id: UInt64, _ waiter: OutputWaiter, taskIsCancelled: Bool) -> Result<Output, any Error>? {
+    if let result { return result }
+    if taskIsCancelled { return .failure(CancellationError()) }
+    outputWaiters[id] = waiter
+    return nil
+  }
+
+  mutating func removeOutputWaiter(_ id: UInt64) -> OutputWaiter? {
+    outputWaiters.removeValue(forKey: id)
+  }
+
+  /// Registers a caller of `waitUntilParked()`; returns `true` when it must not wait.
+  mutating func addSettleWaiter(_ id: UInt64, _ waiter: SettleWaiter, taskIsCancelled: Bool) -> Bool {
+    guard isUnsettled, !taskIsCancelled else { return true }
+    settleWaiters[id] = waiter
+    return false
+  }
+
+  mutating func removeSettleWaiter(_ id: UInt64) -> SettleWaiter? {
+    settleWaiters.removeValue(forKey: id)
+  }
+
+  // MARK: - Observers
+
+  /// Adds an observer whose first delivery is a snapshot (followed by the end when the job has
+  /// finished). Returns `true` when the caller must drain.
+  mutating func addObserver(_ id: UInt64, _ handler: @escaping Observer) -> Bool {
+    var pending: [JobDelivery<Output>] = [.event(.snapshot(snapshot))]
+    if let result { pending.append(.end(result)) }
+    observers[id] = ObserverEntry(handler: handler, pending: pending)
+    return startDraining()
+  }
+
+  mutating func removeObserver(_ id: UInt64) {
+    observers.removeValue(forKey: id)
+  }
+
+  /// Takes every observer's pending deliveries, dropping observers that got their end. Returns
+  /// `nil`, and stops draining, when there is nothing left to deliver.
+  mutating func takeDeliveries() -> [(Observer, [JobDelivery<Output>])]? {
+    var batch: [(Observer, [JobDelivery<Output>])] = []
+    var ended: [UInt64] = []
+    for (id, entry) in observers where !entry.pending.isEmpty {
+      batch.append((entry.handler, entry.pending))
+      if case .end = entry.pending.last { ended.append(id) }
+    }
+    guard !batch.isEmpty else {
+      isDraining = false
+      return nil
+    }
+    for index in observers.indices { observers.values[index].pending.removeAll() }
+    for id in ended { observers.removeValue(forKey: id) }
+    return batch
+  }
+
+  /// Removes every observer, for the job's `deinit`.
+  mutating func detachObservers() -> [Observer] {
+    defer { observers.removeAll() }
+    return observers.values.map(\.handler)
+  }
+
+  // MARK: - Helpers
+
+  private mutating func launch(_ effects: inout Effects) {
+    runID &+= 1
+    activity = .running
+    effects.launch = runID
+  }
+
+  private mutating func end(with result: Result<Output, any Error>, _ effects: inout Effects) {
+    activity = .idle
+    task = nil
+    switch result {
+    case .success:
+      error = nil
+      progress = 1
+      setStatus(.succeeded, &effects)
+    case .failure(let failure):
+      error = failure
+      setStatus(.failed, &effects)
+    }
+    effects.changes.insert(.error)
+    self.result = result
+    effects.result = result
+    effects.outputWaiters = Array(outputWaiters.values)
+    outputWaiters.removeAll()
+    effects.cancelParked += parked.values
+    parked.removeAll()
+    for index in observers.indices { observers.values[index].pending.append(.end(result)) }
+    if !observers.isEmpty, startDraining() { effects.drain = true }
+    settle(&effects)
+  }
+
+  private mutating func setStatus(_ newStatus: JobStatus, _ effects: inout Effects) {
+    flushProgress(&effects)
+    status = newStatus
+    emit(.status(newStatus), &effects)
+    effects.changes.insert(.status)
+  }
+
+  private mutating func append(_ message: JobMessage, _ effects: inout Effects) {
+    messages.append(message)
+    emit(.message(message), &effects)
+    effects.changes.insert(.messages)
+  }
+
+  private mutating func flushProgress(_ effects: inout Effects) {
+    guard progress > publishedProgress else { return }
+    publishedProgress = progress
+    emit(.progress(progress), &effects)
+    effects.changes.insert(.progress)
+  }
+
+  private mutating func emit(_ event: JobEvent, _ effects: inout Effects) {
+    guard !observers.isEmpty else { return }
+    for index in observers.indices { observers.values[index].pending.append(.event(event)) }
+    if startDraining() { effects.drain = true }
+  }
+
+  /// Makes the caller the drainer unless someone already drains.
+  private mutating func startDraining() -> Bool {
+    guard !isDraining else { return false }
+    isDraining = true
+    return true
+  }
+
+  /// Resumes the settle waiters once the job no longer has unparked work while paused.
+  private mutating func settle(_ effects: inout Effects) {
+    guard !isUnsettled, !settleWaiters.isEmpty else { return }
+    effects.settled += settleWaiters.values
+    settleWaiters.removeAll()
+  }
+}
