@@ -185,9 +185,18 @@ row("claim begin+end on a loaded key", "pending" if claim is None else fmt_time(
 linear("key churn", ("ContentLoader churn ×500", "ContentLoader churn ×5000"), "key")
 
 section("6. Jobs")
-for t, label in (("Jobs reportProgress ×10000", "one `reportProgress`"), ("Jobs pausePoint ×10000", "one `pausePoint()`")):
-    v = p50(t)
-    row(label, "pending" if v is None else fmt_time(v), "", "", "", "pending" if v is None else None)
+for t, b, label in (
+    ("Jobs reportProgress ×10000", "Jobs baseline Mutex progress ×10000",
+     "one `reportProgress` ÷ a `Mutex`-protected progress value"),
+    ("Jobs pausePoint ×10000", "Jobs baseline Task.checkCancellation ×10000",
+     "one `pausePoint()` ÷ `Task.checkCancellation()`"),
+):
+    v, base = p50(t), p50(b)
+    row(label, "pending" if v is None else fmt_time(v), fmt_time(base), fmt_ratio(ratio(v, base)), "",
+        "pending" if v is None else None)
+    m = raw(t, "Malloc(total)")
+    if m is not None:
+        row(f"{label.split(' ÷')[0]}: allocations per call", fmt_num(m / ops(t)), "", "", "", None)
 
 section("7. A waiter cancelling (from `Task.cancel()` until that caller threw)")
 for others in (100, 10000):

@@ -4,6 +4,3 @@
 /// 5. ContentLoader: claim begin+end on a loaded key, 500 vs 5,000-key churn — PENDING:
 /// `ContentLoader` is not in LoadableKit yet.
 func registerContentLoaderBenchmarks() {}
-
-/// 6. Jobs: one `reportProgress` and one `pausePoint()` — PENDING: `Job` is not in LoadableKit yet.
-func registerJobBenchmarks() {}

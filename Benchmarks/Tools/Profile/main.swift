@@ -10,6 +10,19 @@ import Dispatch
 import LoadableKit
 import Synchronization
 
+/// A job whose work reports progress once per item.
+struct ProgressWork: JobWork {
+  typealias Output = Int
+  typealias Checkpoint = Int
+  static let kind = "org.loadablekit.profile.progress"
+  var count: Int
+
+  func run(in context: JobContext<Int>) async throws -> Int {
+    for item in 0..<count { context.reportProgress(completed: item + 1, total: count) }
+    return count
+  }
+}
+
 final class Shared<Value: Sendable>: Sendable {
   let value: Mutex<Value>
   init(_ value: Value) { self.value = Mutex(value) }
@@ -106,7 +119,12 @@ case "zip":
   let zipped = zip(inputs)
   try await zipped.load()
   precondition(zipped.content?.count == count)
+case "progress":
+  let job = Job(ProgressWork(count: count))
+  job.start()
+  let output = try await job.output
+  precondition(output == count)
 default:
-  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip [count] [victims]")
+  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip|progress [count] [victims]")
 }
 }
