@@ -180,8 +180,9 @@ linear("`zip`, load (baseline: a task group of as many closures)",
 
 section("5. ContentLoader")
 claim = p50("ContentLoader claim begin+end ×1000")
-row("claim begin+end on a loaded key", "pending" if claim is None else fmt_time(claim), "", "", "",
-    "pending" if claim is None else None)
+claim_base = p50("ContentLoader baseline Mutex claim count ×1000")
+row("claim begin+end on a loaded key ÷ a `Mutex`-protected claim count", "pending" if claim is None else fmt_time(claim),
+    fmt_time(claim_base), fmt_ratio(ratio(claim, claim_base)), "", "pending" if claim is None else None)
 linear("key churn", ("ContentLoader churn ×500", "ContentLoader churn ×5000"), "key")
 
 section("6. Jobs")
