@@ -2,8 +2,9 @@
 //
 // Each iteration builds a fresh, unloaded pipeline (not measured), then measures one `load()` of
 // its end, which loads every node. The two sizes of each shape show whether the cost is linear
-// (10× the nodes should cost at most 11× the time). The `zip` baseline is what one would write by
-// hand: a task group running the same number of closures.
+// (10× the nodes should cost at most 11× the time). The baselines are what one would write by
+// hand: for the chain, as many tasks each awaiting the one before; for `zip`, a task group
+// running as many closures. Their own growth shows what the runtime and the machine add.
 
 import Benchmark
 import LoadableKit
@@ -25,6 +26,21 @@ func registerPipelineBenchmarks() {
       try await end.load()
       benchmark.stopMeasurement()
       precondition(end.content == depth, "the chain computed \(String(describing: end.content))")
+    }
+  }
+
+  // The map chain's baseline: as many tasks, each awaiting the one before and adding one.
+  for depth in [100, 1_000] {
+    Benchmark("Pipeline task chain baseline ×\(depth)", configuration: configuration) { benchmark in
+      benchmark.startMeasurement()
+      var end = Task<Int, any Error> { 0 }
+      for _ in 0..<depth {
+        let previous = end
+        end = Task { try await previous.value + 1 }
+      }
+      let value = try await end.value
+      benchmark.stopMeasurement()
+      precondition(value == depth)
     }
   }
 
