@@ -1,0 +1,130 @@
+// A plain executable for instruction-level profiling of one scenario at a time, without the
+// benchmark harness (whose malloc interposer valgrind cannot run):
+//
+//   swift build -c release --package-path Benchmarks --product loadable-profile
+//   valgrind --tool=callgrind Benchmarks/.build/release/loadable-profile fetchIfNeeded 100000
+//
+// callgrind counts instructions, so the numbers repeat whatever else the machine is doing.
+
+import Dispatch
+import LoadableKit
+import Synchronization
+
+/// A job whose work reports progress once per item.
+struct ProgressWork: JobWork {
+  typealias Output = Int
+  typealias Checkpoint = Int
+  static let kind = "org.loadablekit.profile.progress"
+  var count: Int
+
+  func run(in context: JobContext<Int>) async throws -> Int {
+    for item in 0..<count { context.reportProgress(completed: item + 1, total: count) }
+    return count
+  }
+}
+
+final class Shared<Value: Sendable>: Sendable {
+  let value: Mutex<Value>
+  init(_ value: Value) { self.value = Mutex(value) }
+}
+
+@inline(never) func consume<T>(_ value: T) { withExtendedLifetime(value) {} }
+
+// A synchronous main that blocks on a semaphore: valgrind 3.19 crashes on an `async` main, whose
+// main thread parks in dispatch_main.
+let arguments = CommandLine.arguments.dropFirst()
+let scenario = arguments.first ?? "help"
+let count = arguments.dropFirst().first.flatMap { Int($0) } ?? 100_000
+let victimCount = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 100
+let done = DispatchSemaphore(value: 0)
+Task.detached {
+  do { try await run(scenario, count: count) } catch { fatalError("\(error)") }
+  done.signal()
+}
+done.wait()
+
+nonisolated func run(_ scenario: String, count: Int) async throws {
+switch scenario {
+case "load":
+  let loadable = AsyncLoadable<Int> { 42 }
+  try await loadable.load()
+  for _ in 0..<count { try await loadable.load() }
+case "fetchIfNeeded":
+  let loadable = AsyncLoadable<Int> { 42 }
+  try await loadable.load()
+  for _ in 0..<count { consume(try await loadable.fetchIfNeeded()) }
+case "content":
+  let loadable = AsyncLoadable<Int> { 42 }
+  try await loadable.load()
+  for _ in 0..<count { consume(loadable.content) }
+case "create":
+  for key in 0..<count { consume(AsyncLoadable<Int> { key }) }
+case "coalesce":
+  let started = Shared(0)
+  let gate = Shared<UnsafeContinuation<Void, Never>?>(nil)
+  let gated = AsyncLoadable<Int> {
+    await withUnsafeContinuation { c in gate.value.withLock { $0 = c } }
+    return 42
+  }
+  try await withThrowingDiscardingTaskGroup { group in
+    for _ in 0..<count {
+      group.addTask {
+        started.value.withLock { $0 += 1 }
+        try await gated.load()
+      }
+    }
+    while started.value.withLock({ $0 }) < count || gate.value.withLock({ $0 == nil }) { await Task.yield() }
+    try await Task.sleep(for: .milliseconds(20))
+    gate.value.withLock { $0 }!.resume()
+  }
+case "cancel":
+  // `count` waiters park on one load; 100 more join and are cancelled one at a time.
+  let gate = Shared<UnsafeContinuation<Void, Never>?>(nil)
+  let gated = AsyncLoadable<Int> {
+    await withUnsafeContinuation { c in gate.value.withLock { $0 = c } }
+    return 42
+  }
+  let started = Shared(0)
+  try await withThrowingDiscardingTaskGroup { group in
+    for _ in 0..<count {
+      group.addTask {
+        started.value.withLock { $0 += 1 }
+        try await gated.load()
+      }
+    }
+    let victims = (0..<victimCount).map { _ in
+      Task {
+        started.value.withLock { $0 += 1 }
+        try await gated.load()
+      }
+    }
+    while started.value.withLock({ $0 }) < count + victimCount || gate.value.withLock({ $0 == nil }) {
+      await Task.yield()
+    }
+    try await Task.sleep(for: .milliseconds(20))
+    for victim in victims {
+      victim.cancel()
+      _ = await victim.result
+    }
+    gate.value.withLock { $0 }!.resume()
+  }
+case "mapchain":
+  let root = AsyncLoadable<Int> { 0 }
+  var end = root
+  for _ in 0..<count { end = end.map { $0 + 1 } }
+  try await end.load()
+  precondition(end.content == count)
+case "zip":
+  let inputs = (0..<count).map { index in AsyncLoadable<Int> { index } }
+  let zipped = zip(inputs)
+  try await zipped.load()
+  precondition(zipped.content?.count == count)
+case "progress":
+  let job = Job(ProgressWork(count: count))
+  job.start()
+  let output = try await job.output
+  precondition(output == count)
+default:
+  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip|progress [count] [victims]")
+}
+}
