@@ -1,3 +1,5 @@
+import Observation
+
 /// What a caller asks of a loadable. Each request maps to the ``LoadIntent`` its attempt passes on
 /// to dependencies.
 @usableFromInline
@@ -93,8 +95,22 @@ struct LoadStateMachine<Content: Sendable> {
   final class Attempt: @unchecked Sendable {  // mutated only under the loadable's lock
     let id: UInt64
     let intent: LoadIntent
-    /// Waiters in registration order (resumed in that order).
-    var waiters: [(id: UInt64, waiter: Waiter)] = []
+    /// Waiters in registration order (resumed in that order). A waiter whose caller was
+    /// cancelled leaves a `nil` behind, so leaving costs O(1) however many others wait.
+    var waiters: [(id: UInt64, waiter: Waiter)?] = []
+    /// Where each waiter still waiting sits in `waiters`.
+    var slots: [UInt64: Int] = [:]
+
+    func add(_ waiter: (id: UInt64, waiter: Waiter)) {
+      slots[waiter.id] = waiters.count
+      waiters.append(waiter)
+    }
+
+    func remove(_ id: UInt64) -> (id: UInt64, waiter: Waiter)? {
+      guard let slot = slots.removeValue(forKey: id) else { return nil }
+      defer { waiters[slot] = nil }
+      return waiters[slot]
+    }
     /// The task running the attempt; `nil` until the starter stores it.
     var task: Task<Void, Never>?
     /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
@@ -121,8 +137,8 @@ struct LoadStateMachine<Content: Sendable> {
     }
   }
 
-  var status: LoadStatus
-  var content: Content?
+  @usableFromInline var status: LoadStatus
+  @usableFromInline var content: Content?
   var error: (any Error)?
   /// Counts successful attempts (and live recomputations of derived content).
   var contentVersion: UInt64 = 0
@@ -132,6 +148,17 @@ struct LoadStateMachine<Content: Sendable> {
   var gateBusy = false
   /// Everything an idle loadable does not need, allocated on first use.
   var extras: Extras?
+  /// Created when an observable property is first read: until then nobody can be tracking one,
+  /// so changes need no notification and an idle loadable carries no registrar.
+  var registrar: ObservationRegistrar?
+
+  /// The registrar, created on first use.
+  mutating func observationRegistrar() -> ObservationRegistrar {
+    if let registrar { return registrar }
+    let registrar = ObservationRegistrar()
+    self.registrar = registrar
+    return registrar
+  }
 
   /// The rarely used part of the state, out of line so that an idle loadable stays small.
   /// A class, but only ever touched under the loadable's lock, as part of this state.
@@ -221,7 +248,7 @@ struct LoadStateMachine<Content: Sendable> {
         if !byDependent || waiter.map({ if case .completion = $0.waiter { true } else { false } }) == true {
           attempt.wanted = true
         }
-        if let waiter { attempt.waiters.append(waiter) }
+        if let waiter { attempt.add(waiter) }
         return (.joined(attempt.task), nil)
       }
     case .notLoaded:
@@ -231,7 +258,7 @@ struct LoadStateMachine<Content: Sendable> {
     if request.waits && callerCancelled { return (.failure(CancellationError()), nil) }
     let attempt = Attempt(id: nextWaiterID(), intent: request.intent, byDependent: byDependent, previous: self)
     if let waiter {
-      attempt.waiters.append(waiter)
+      attempt.add(waiter)
       if case .completion = waiter.waiter { attempt.wanted = true }
     }
     self.attempt = attempt
@@ -278,7 +305,7 @@ struct LoadStateMachine<Content: Sendable> {
 
   /// What to do after an attempt ended, was cancelled, or lost a waiter.
   struct Effects {
-    var waiters: [(id: UInt64, waiter: Waiter)] = []
+    var waiters: [(id: UInt64, waiter: Waiter)?] = []
     var result: Result<Delivery, any Error> = .success(Delivery(content: nil, version: 0))
     var event: StatusEvent?
     var cancelTask: Task<Void, Never>?
@@ -323,12 +350,9 @@ struct LoadStateMachine<Content: Sendable> {
   /// attempt was started by a dependent and nobody else is interested any more, the attempt is
   /// cancelled and the loadable goes back to what it was before the attempt (SPEC §2).
   mutating func removeWaiter(_ waiterID: UInt64) -> Effects {
-    guard let attempt, let index = attempt.waiters.firstIndex(where: { $0.id == waiterID }) else {
-      return Effects()
-    }
-    let removed = attempt.waiters.remove(at: index)
+    guard let attempt, let removed = attempt.remove(waiterID) else { return Effects() }
     var effects = Effects(waiters: [removed], result: .failure(CancellationError()))
-    if attempt.startedByDependent && !attempt.wanted && attempt.waiters.isEmpty {
+    if attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty {
       self.attempt = nil
       effects.cancelTask = attempt.task
       content = attempt.previousContent

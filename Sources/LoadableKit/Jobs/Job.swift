@@ -84,13 +84,13 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
 
   /// The current status. Observable.
   public var status: JobStatus {
-    registrar.access(self, keyPath: \.status)
+    registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.status)
     return state.withLock(owner: self) { $0.status }
   }
 
   /// The messages posted so far, oldest first. Observable.
   public var messages: [JobMessage] {
-    registrar.access(self, keyPath: \.messages)
+    registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.messages)
     return state.withLock(owner: self) { $0.messages }
   }
 
@@ -100,7 +100,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// value; observation (``events``, `withObservationTracking`) is told about it once per 1/1000
   /// step and before every status change.
   public var fractionCompleted: Double {
-    registrar.access(self, keyPath: \.fractionCompleted)
+    registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.fractionCompleted)
     return signals.progress
   }
 
@@ -109,16 +109,16 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// `CancellationError` after ``cancel()``; a ``JobError`` with ``JobError/Code/connectionLost``
   /// when transient errors outlasted the window; otherwise the error the work threw.
   public var error: (any Error)? {
-    registrar.access(self, keyPath: \.error)
+    registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.error)
     return state.withLock(owner: self) { $0.error }
   }
 
   /// Status, progress, messages and error, read together in one step. Observable.
   public var snapshot: JobSnapshot {
-    registrar.access(self, keyPath: \.status)
-    registrar.access(self, keyPath: \.fractionCompleted)
-    registrar.access(self, keyPath: \.messages)
-    registrar.access(self, keyPath: \.error)
+    registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.status)
+    registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.fractionCompleted)
+    registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.messages)
+    registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.error)
     return withState { $0.snapshot }
   }
 
