@@ -29,6 +29,7 @@ let savedJob = folder.appendingPathComponent("job.json")
 print("OfflineMapJob: take downtown Redlands offline, tile by tile, with a Job")
 print("(simulated tile service, \(formatDuration(RedlandsServices.defaultLatency)) per request; files in \(folder.path))")
 
+// The Redlands Topographic basemap: the map service of the portal item `RedlandsItems.topographic`.
 let topographic = "https://services.redlands.example/arcgis/rest/services/Basemaps/RedlandsTopographic/MapServer"
 let downtown = DownloadMapArea(
   area: "Downtown Redlands", mapService: topographic,
@@ -46,7 +47,7 @@ await startAndFollow(download, total: tileCount, unit: "tiles", until: { $0 >= 0
 let retries = download.messages.filter { $0.source == "LoadableKit" && $0.severity == .warning }.count
 print("    the job retried \(retries) transient errors, each time from its last checkpoint, and went on")
 
-// MARK: 2. Pause at a checkpoint, save, exit
+// MARK: 2. Pause at a checkpoint and save
 
 printStep("2. Half-way, the user leaves: pause at a checkpoint and save the job")
 print("    job.pause() → \(download.pause()), status \(download.status)")
