@@ -181,3 +181,28 @@ func residentBytes() -> Int {
   guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
   return pages * 4096
 }
+
+@Suite("Job leaks", .timeLimit(.minutes(1)))
+struct JobLeakTests {
+  @Test func finishedAndCancelledJobsAreFreed() async throws {
+    weak var finished: Job<CountingWork>?
+    weak var cancelled: Job<CountingWork>?
+    do {
+      let job = Job(CountingWork(units: 3))
+      let events = job.events
+      job.start()
+      _ = try await job.output
+      for await _ in events { break }
+      finished = job
+      let other = Job(CountingWork(units: 3))
+      let gate = JobLatch()
+      JobHooks.set(other.work.id) { _ in await gate.wait() }
+      other.start()
+      let cancelling = Task { await other.cancel() }
+      gate.open()
+      _ = await cancelling.value
+      cancelled = other
+    }
+    await eventually { finished == nil && cancelled == nil }
+  }
+}

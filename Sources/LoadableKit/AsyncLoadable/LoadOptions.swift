@@ -113,12 +113,8 @@ public struct RetryPolicy: Sendable {
 
   /// The delay before retry `retry` (1 for the first).
   public func delay(beforeRetry retry: Int) -> Duration {
-    var delay = initialDelay
-    for _ in 1..<max(retry, 1) {
-      delay = delay * multiplier
-      if delay >= maxDelay { break }
-    }
-    delay = min(delay, maxDelay)
+    let delay = JobOptions.Backoff(initial: initialDelay, multiplier: multiplier, maximum: maxDelay)
+      .delay(forAttempt: retry)
     return jitter == 0 ? delay : delay * (1 - jitter * random())
   }
 }
