@@ -14,7 +14,7 @@ let package = Package(
     .target(name: "LoadableKitTesting", dependencies: ["LoadableKit"]),
     .testTarget(
       name: "LoadableKitTests",
-      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode"]
+      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode", "OfflineMapJob"]
     ),
 
     // Playgrounds: example executables, `swift run <Name>`. They use only LoadableKit's public API.
@@ -27,6 +27,9 @@ let package = Package(
       exclude: ["README.md"]),
     .executableTarget(
       name: "Geocode", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/Geocode",
+      exclude: ["README.md"]),
+    .executableTarget(
+      name: "OfflineMapJob", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/OfflineMapJob",
       exclude: ["README.md"]),
     // The playgrounds' simulated services (latency, outages) over the JSON files in its Data/.
     .target(

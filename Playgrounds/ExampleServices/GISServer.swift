@@ -1,3 +1,5 @@
+import Foundation
+
 /// A spatial reference, by well-known id.
 public struct SpatialReference: Codable, Sendable, Hashable {
   public var wkid: Int
@@ -117,6 +119,22 @@ public final class GISServer: Sendable {
     return try await server.respond(to: path) {
       guard let info = document.featureLayers[path] else { throw ServiceError.notFound(path) }
       return info
+    }
+  }
+
+  /// `GET <map service url>/tile/<level>/<row>/<column>`: one tile of a tiled map service.
+  ///
+  /// Answers `404 Not Found` for a service it does not have and for a tile outside the service's
+  /// levels of detail or outside the world.
+  public func tile(mapService url: String, _ key: TileKey) async throws -> Data {
+    let service = relative(url)
+    let path = "\(service)/tile/\(key)"
+    return try await server.respond(to: path) {
+      let size = key.level < Int.bitWidth - 2 ? 1 << key.level : 0
+      guard let info = document.mapServices[service], (0..<info.levelsOfDetail).contains(key.level),
+        (0..<size).contains(key.row), (0..<size).contains(key.column)
+      else { throw ServiceError.notFound(path) }
+      return key.simulatedImage(of: info.name)
     }
   }
 

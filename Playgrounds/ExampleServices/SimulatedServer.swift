@@ -32,8 +32,23 @@ public final class SimulatedServer: Sendable {
   private struct State {
     var latency: Duration
     var isDown = false
+    /// A scheduled outage: requests still answered before it, then requests that fail.
+    var outage: (answered: Int, failing: Int)?
     var slowPaths: [String: Duration] = [:]
     var log: [String] = []
+
+    /// Counts one request against the scheduled outage: whether it falls inside it.
+    mutating func takeScheduledOutage() -> Bool {
+      guard var schedule = outage else { return false }
+      let fails = schedule.answered == 0 && schedule.failing > 0
+      if schedule.answered > 0 {
+        schedule.answered -= 1
+      } else if schedule.failing > 0 {
+        schedule.failing -= 1
+      }
+      outage = schedule.answered == 0 && schedule.failing == 0 ? nil : schedule
+      return fails
+    }
   }
 
   /// The server's name, for messages.
@@ -57,6 +72,13 @@ public final class SimulatedServer: Sendable {
     set { state.withLock { $0.isDown = newValue } }
   }
 
+  /// Schedules an outage by request count, so it hits the same request on every run: the server
+  /// answers the next `answered` requests, fails the `failing` requests after them with
+  /// `503 Service Unavailable`, and then answers again. A new schedule replaces the previous one.
+  public func scheduleOutage(after answered: Int, failing: Int) {
+    state.withLock { $0.outage = (max(0, answered), max(0, failing)) }
+  }
+
   /// Makes requests for paths that contain `fragment` take `delay` longer (`nil` makes them
   /// fast again).
   public func slowDown(_ fragment: String, by delay: Duration?) {
@@ -71,16 +93,18 @@ public final class SimulatedServer: Sendable {
     state.withLock { $0.log.filter { $0 == path }.count }
   }
 
-  /// Answers a request for `path`: waits for the latency, fails during an outage, and otherwise
-  /// returns what `answer` returns (or throws).
+  /// Answers a request for `path`: waits for the latency, fails during an outage (``isDown``, or
+  /// one scheduled with ``scheduleOutage(after:failing:)``), and otherwise returns what `answer`
+  /// returns (or throws).
   public func respond<T: Sendable>(to path: String, _ answer: () throws -> T) async throws -> T {
-    let (latency, extra) = state.withLock { state in
+    let (latency, extra, inScheduledOutage) = state.withLock { state in
       state.log.append(path)
       let extra = state.slowPaths.first { path.contains($0.key) }?.value ?? .zero
-      return (state.latency, extra)
+      return (state.latency, extra, state.takeScheduledOutage())
     }
     try await Task.sleep(for: latency + extra)
-    if isDown { throw ServiceError.unavailable(path) }
+    if isDown || inScheduledOutage { throw ServiceError.unavailable(path) }
     return try answer()
   }
 }
+

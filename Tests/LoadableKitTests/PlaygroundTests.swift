@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import Testing
 
@@ -37,6 +42,63 @@ func traceTree(_ lines: [String], root: String) -> [String] {
   let squeezedLines = lines.map(squeezed)
   guard let start = squeezedLines.firstIndex(where: { $0.hasPrefix(root + " ") }) else { return [] }
   return [squeezedLines[start]] + squeezedLines[(start + 1)...].prefix { "├└│".contains($0.first ?? " ") }
+}
+
+/// Runs a playground as `runPlayground` does, but with its standard output and error on a
+/// pseudo-terminal, as in a terminal window, and returns what it wrote there (the terminal's
+/// `\r\n` for a newline made `\n` again).
+func runPlaygroundOnTerminal(_ name: String, arguments: [String] = []) throws -> (output: String, status: Int32) {
+  var terminal: Int32 = -1
+  var device: Int32 = -1
+  guard openpty(&terminal, &device, nil, nil, nil) == 0 else {
+    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+  }
+  defer { close(terminal) }
+  // Close-on-exec, so that only the playground (which gets the device as its output) holds it
+  // open, and not a process another test starts meanwhile.
+  _ = fcntl(terminal, F_SETFD, FD_CLOEXEC)
+  _ = fcntl(device, F_SETFD, FD_CLOEXEC)
+  let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+  let process = Process()
+  process.executableURL = directory.appendingPathComponent(name)
+  process.arguments = arguments
+  process.standardOutput = FileHandle(fileDescriptor: device, closeOnDealloc: false)
+  process.standardError = FileHandle(fileDescriptor: device, closeOnDealloc: false)
+  do {
+    try process.run()
+  } catch {
+    close(device)
+    throw error
+  }
+  close(device)
+  // Reading fails with EIO once the playground exited and nobody holds the terminal open.
+  var output = [UInt8]()
+  var buffer = [UInt8](repeating: 0, count: 4096)
+  while true {
+    let count = read(terminal, &buffer, buffer.count)
+    if count > 0 {
+      output += buffer[..<count]
+    } else if count < 0 && errno == EINTR {
+      continue
+    } else {
+      break
+    }
+  }
+  process.waitUntilExit()
+  return (String(decoding: output, as: UTF8.self).replacing("\r\n", with: "\n"), process.terminationStatus)
+}
+
+/// What a terminal shows for `output`: each line as it stands after its carriage returns and
+/// line clears redrew it.
+func screen(_ output: String) -> [String] {
+  output.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+    String(line.split(separator: "\r", omittingEmptySubsequences: false).last ?? "").replacing("\u{1B}[2K", with: "")
+  }
+}
+
+/// A path in the temporary directory that does not exist yet.
+func temporaryPath(_ name: String) -> URL {
+  FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
 }
 
 @Suite("Playgrounds", .timeLimit(.minutes(2)))
@@ -256,6 +318,149 @@ struct PlaygroundTests {
     #expect(outage.last { !$0.isEmpty } == "relaunched online task notLoaded → loading → failed → loading → loaded")
   }
 
+  @Test func offlineMapJobPausesSavesExitsAndResumesWritingEveryTileOnce() throws {
+    let folder = temporaryPath("OfflineMapJob")
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let saved = folder.appendingPathComponent("job.json")
+    let area = folder.appendingPathComponent("downtown-redlands")
+
+    // The first run. 1. Two 503s, each retried from the checkpoint after a short backoff.
+    let (first, firstStatus) = try runPlayground("OfflineMapJob", arguments: ["--output", folder.path])
+    #expect(firstStatus == 0)
+    let retried = "after a transient error: 503 Service Unavailable (LoadableKit)"
+    #expect(section(first, "▸ 1.").map(squeezed) == [
+      "The tile service will answer 8 requests, then fail 2 with 503 Service Unavailable.",
+      "status started",
+      "info Downloading 41 tiles of Downtown Redlands, levels 12–16",
+      "warning Retry 1 in 0.005 seconds \(retried)",
+      "info Continuing from tile 9 of 41, the last checkpoint",
+      "warning Retry 2 in 0.01 seconds \(retried)",
+      "info Continuing from tile 9 of 41, the last checkpoint",
+      "[█████░░░░░░░░░░░░░░░] 26% 11 of 41 tiles",
+      "[██████████░░░░░░░░░░] 51% 21 of 41 tiles",
+      "the job retried 2 transient errors, each time from its last checkpoint, and went on",
+      "",
+    ])
+
+    // 2. Paused half-way, parked at a checkpoint, saved: the file, the folder and the output agree.
+    let pause = section(first, "▸ 2.").map(squeezed)
+    #expect(pause.first == "job.pause() → true, status paused")
+    let parked = try #require(pause.lazy.compactMap { $0.firstMatch(of: /the work stopped after tile (\d+) of 41, at its checkpoint/) }.first)
+    let tilesDone = try #require(Int(parked.1))
+    #expect((21...40).contains(tilesDone))
+    #expect(pause.contains {
+      $0.wholeMatch(of: /job.toJSON\(\) → job.json, [0-9,]+ bytes: status "paused", checkpoint \{"bytes":\d+,"tilesDone":(\d+)\}, 5 messages/)?.1 == "\(tilesDone)"
+    })
+    #expect(pause.contains("\(tilesDone) tiles on disk, \(tilesDone) writes in writes.log"))
+    let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: saved)) as? [String: Any])
+    #expect(json["status"] as? String == "paused")
+    #expect((json["checkpoint"] as? [String: Any])?["tilesDone"] as? Int == tilesDone)
+    #expect(try tileFiles(in: area).count == tilesDone)
+
+    // 3. The second download is cancelled: failed with CancellationError, its tiles deleted.
+    let cancel = section(first, "▸ 3.").map(squeezed)
+    #expect(Array(cancel.prefix(5)) == [
+      "status started",
+      "info Downloading 28 tiles of Prospect Park, levels 14–17",
+      "[█████░░░░░░░░░░░░░░░] 25% 7 of 28 tiles",
+      "await job.cancel() → true: status failed, error CancellationError",
+      "try await job.output threw CancellationError",
+    ])
+    let partial = try #require(cancel.dropFirst(5).first?.wholeMatch(
+      of: /its checkpoint: (\d+) tiles; on disk: (\d+); the app deletes the partial area/))
+    #expect(partial.1 == partial.2)
+    #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("prospect-park").path))
+
+    // The run ends with the command that continues the download.
+    let lastLine = first.split(separator: "\n").last.map(String.init)
+    #expect(lastLine == "    swift run OfflineMapJob --resume \(saved.path)")
+
+    // The second run: restored paused at the checkpoint, it finishes from the next tile.
+    let (second, secondStatus) = try runPlayground("OfflineMapJob", arguments: ["--resume", saved.path])
+    #expect(secondStatus == 0)
+    let restored = section(second, "▸ 1.").map(squeezed)
+    #expect(restored.first?.hasPrefix("Downtown Redlands: status paused, checkpoint \(tilesDone) of 41 tiles, ") == true)
+    let resumed = section(second, "▸ 2.").map(squeezed)
+    #expect(Array(resumed.prefix(2)) == ["status started", "info Continuing from tile \(tilesDone + 1) of 41, the last checkpoint"])
+    #expect(Array(resumed.suffix(5)) == [
+      "[████████████████████] 100% 41 of 41 tiles",
+      "info Downloaded 41 tiles of Downtown Redlands, 12,153 bytes",
+      "status succeeded",
+      "saved the finished job to job.json: resuming it again does nothing",
+      "",
+    ])
+    let check = section(second, "▸ 3.").map(squeezed).filter { !$0.isEmpty }
+    #expect(check == [
+      "level 12 1 tile rows 1635 columns 714",
+      "level 13 2 tiles rows 3270–3271 columns 1429",
+      "level 14 4 tiles rows 6541–6542 columns 2858–2859",
+      "level 15 9 tiles rows 13082–13084 columns 5716–5718",
+      "level 16 25 tiles rows 26165–26169 columns 11433–11437",
+      "41 tiles expected, 41 on disk, 41 writes in writes.log: \(tilesDone) before this run, \(41 - tilesDone) in it",
+      "every tile was written exactly once",
+    ])
+
+    // The folder, read here: 41 tiles, each written once across the two runs, each with its bytes.
+    let files = try tileFiles(in: area)
+    let writes = try String(contentsOf: area.appendingPathComponent("writes.log"), encoding: .utf8)
+      .split(separator: "\n").map(String.init)
+    #expect(files.count == 41)
+    #expect(writes.count == 41)
+    #expect(Set(writes) == Set(files))
+    let tile = try Data(contentsOf: area.appendingPathComponent("tiles/16/26169/11437.tile"))
+    #expect(tile.count == 256 + "Redlands Topographic tile 16/26169/11437\n".utf8.count)
+    #expect(tile.starts(with: Data("Redlands Topographic tile 16/26169/11437\n".utf8)))
+
+    // A third run finds the job finished: start() returns false, and nothing is written again.
+    let (third, thirdStatus) = try runPlayground("OfflineMapJob", arguments: ["--resume", saved.path])
+    #expect(thirdStatus == 0)
+    #expect(section(third, "▸ 1.").map(squeezed).first == "Downtown Redlands: status succeeded, checkpoint 41 of 41 tiles, 100%, 7 messages")
+    #expect(section(third, "▸ 2.").map(squeezed).first == "job.start() → false: the job already succeeded, and a finished job never runs again")
+    #expect(section(third, "▸ 3.").map(squeezed).filter { !$0.isEmpty }.suffix(2) == [
+      "41 tiles expected, 41 on disk, 41 writes in writes.log: 41 before this run, 0 in it",
+      "every tile was written exactly once",
+    ])
+
+    // The check can fail: a tile written twice is reported, with a failing exit status.
+    let log = try FileHandle(forWritingTo: area.appendingPathComponent("writes.log"))
+    try log.seekToEnd()
+    try log.write(contentsOf: Data("16/26169/11437\n".utf8))
+    try log.close()
+    let (fourth, fourthStatus) = try runPlayground("OfflineMapJob", arguments: ["--resume", saved.path])
+    #expect(fourthStatus == 1)
+    #expect(section(fourth, "▸ 3.").map(squeezed).contains(
+      "NOT exactly once: 0 missing, 1 written more than once, 0 unexpected"))
+  }
+
+  @Test func offlineMapJobDrawsItsProgressBarInPlaceOnATerminal() throws {
+    let folder = temporaryPath("OfflineMapJob")
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let (output, status) = try runPlaygroundOnTerminal("OfflineMapJob", arguments: ["--output", folder.path])
+    #expect(status == 0)
+    // Every progress report redraws the bar: a carriage return, a line clear, the bar.
+    let frames = output.matches(of: /\r\u{1B}\[2K    \[[█░]{20}\] +\d+%  (\d+) of 41 tiles/).compactMap { Int($0.1) }
+    #expect(Set(frames).isSuperset(of: 1...21))
+    #expect(frames == frames.sorted())
+    #expect(output.contains("\r\u{1B}[2K    [█████░░░░░░░░░░░░░░░]  25%  7 of 28 tiles"))
+    // A message goes above the bar, which is drawn again under it.
+    #expect(output.contains(
+      "\r\u{1B}[2K    info     Continuing from tile 9 of 41, the last checkpoint\n    [███░░░░░░░░░░░░░░░░░]  19%  8 of 41 tiles"))
+    // On the screen, each download leaves one bar: where it stopped.
+    let shown = screen(output).map(squeezed)
+    let bars = shown.filter { $0.hasPrefix("[") }
+    #expect(bars == ["[██████████░░░░░░░░░░] 51% 21 of 41 tiles", "[█████░░░░░░░░░░░░░░░] 25% 7 of 28 tiles"])
+    #expect(shown.contains("the job retried 2 transient errors, each time from its last checkpoint, and went on"))
+  }
+
+  @Test func offlineMapJobRejectsAFileThatIsNotASavedJob() throws {
+    let file = temporaryPath("OfflineMapJob").appendingPathExtension("json")
+    defer { try? FileManager.default.removeItem(at: file) }
+    try Data(#"{"schemaVersion":1,"kind":"org.loadablekit.playgrounds.dow"#.utf8).write(to: file)
+    let (output, status) = try runPlayground("OfflineMapJob", arguments: ["--resume", file.path])
+    #expect(status == 1)
+    #expect(section(output, "▸ 1.").first?.hasPrefix("    cannot restore the job: JobError.truncated: ") == true)
+  }
+
   @Test func readmeOpensWithTheTwoCommandsAndEveryLinkResolves() throws {
     let root = URL(fileURLWithPath: #filePath)
       .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -272,12 +477,13 @@ struct PlaygroundTests {
 
     // Every relative link in the README and the playgrounds' READMEs points at a file that exists.
     var documents = [root.appendingPathComponent("README.md")]
-    for name in ["MapViewer", "Pipelines", "Geocode"] {
+    for name in ["MapViewer", "Pipelines", "Geocode", "OfflineMapJob"] {
       documents.append(root.appendingPathComponent("Playgrounds/\(name)/README.md"))
       #expect(readme.contains("](Playgrounds/\(name)/README.md)"))
     }
     #expect(readme.contains("](Sources/LoadableKit/LoadableKit.docc/LoadingResources.md)"))
     #expect(readme.contains("](Sources/LoadableKit/LoadableKit.docc/ComposingLoadables.md)"))
+    #expect(readme.contains("](Sources/LoadableKit/LoadableKit.docc/Jobs.md)"))
     for document in documents {
       let text = try String(contentsOf: document, encoding: .utf8)
       for match in text.matches(of: /\]\(([^)\s]+)\)/) where !match.1.contains("://") {
@@ -286,4 +492,11 @@ struct PlaygroundTests {
       }
     }
   }
+}
+
+/// The tiles under `folder/tiles`, as `level/row/column`.
+func tileFiles(in folder: URL) throws -> [String] {
+  let tiles = folder.appendingPathComponent("tiles").standardizedFileURL.path + "/"
+  let paths = FileManager.default.enumerator(atPath: tiles)?.allObjects as? [String] ?? []
+  return paths.filter { $0.hasSuffix(".tile") }.map { String($0.dropLast(".tile".count)) }.sorted()
 }
