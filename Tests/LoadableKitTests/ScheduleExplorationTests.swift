@@ -264,6 +264,59 @@ struct ScheduleExplorationTests {
     }
   }
 
+  @Test func claimsBeginAndEnd() {
+    explore { executor, generator in
+      let loads = Counter()
+      let cancelled = Counter()
+      let yieldCount = Int.random(in: 0...3, using: &generator)
+      let loader = ContentLoader<Int, String, Int>(idleTimeout: nil) { key in
+        loads.increment()
+        do {
+          for _ in 0..<yieldCount {
+            await Task.yield()
+            try Task.checkCancellation()
+          }
+        } catch {
+          cancelled.increment()
+          throw error
+        }
+        return ("thumbnail \(key)", 1)
+      }
+      let kept = Recorder<ContentLoader<Int, String, Int>.Claim>()
+      let calls = Calls(expected: 4)
+      var begins = 0
+      for call in 0..<4 {
+        let key = Int.random(in: 0...1, using: &generator)
+        let delay = Int.random(in: 0...4, using: &generator)
+        let keep = Int.random(in: 0...3, using: &generator) == 0
+        begins += 1
+        executor.spawn {
+          let claim = loader.begin(key)
+          await yields(delay)
+          if keep { kept.append(claim) } else { claim.end() }
+          calls.record(call, "ok")
+        }
+      }
+      return {
+        var problems = calls.violations
+        let claimed = Set(kept.values.map(\.key))
+        for key in 0...1 {
+          guard let snapshot = loader.snapshot(for: key) else { continue }
+          if claimed.contains(key) {
+            if snapshot.status != .loaded || snapshot.value != "thumbnail \(key)" {
+              problems.append("key \(key) is claimed but \(snapshot.status)")
+            }
+          } else if snapshot.status == .loading {
+            problems.append("key \(key) has no claim but is still loading")
+          }
+        }
+        if loads.count > begins { problems.append("\(loads.count) loads for \(begins) claims") }
+        for claim in kept.values { claim.end() }
+        return problems
+      }
+    }
+  }
+
   @Test func aFailingSeedIsReported() {
     // The harness itself must be able to fail: a scenario that leaves a caller suspended forever.
     let never = Mutex<[UnsafeContinuation<Void, Never>]>([])

@@ -97,7 +97,7 @@ extension ContentLoader {
     }
     let id = ObjectIdentifier(loadable)
     guard withState({ $0.claimDriver(loadable.key, id: id) }) else { return }
-    Task.detached { [self] in
+    TaskLaunch.startDetached { [self] in
       while loadable.loadStatus == .loading {
         try? await loadable.load()
       }

@@ -244,7 +244,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     let entry = start.entry
     let id = start.id
     let key = entry.key
-    let task = Task.detached(priority: Task.currentPriority) { [weak self] in
+    let task = TaskLaunch.startDetached(priority: Task.currentPriority) { [weak self] in
       let result: StateMachine.LoadResult
       do {
         result = .success(try await load(key))
@@ -263,7 +263,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     let deadline = timeline.now() + gracePeriod
     let entry = timer.entry
     let id = timer.id
-    let task = Task.detached(priority: Task.currentPriority) { [weak self] in
+    let task = TaskLaunch.startDetached(priority: Task.currentPriority) { [weak self] in
       do { try await timeline.sleepUntil(deadline) } catch { return }
       guard let self else { return }
       let now = self.currentTime()
@@ -276,7 +276,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// idle, so it only ever needs to wake for the oldest one.
   func launchSweeper(firstDeadline: Duration) {
     let timeline = timeline
-    let task = Task.detached { [weak self] in
+    let task = TaskLaunch.startDetached { [weak self] in
       var deadline = firstDeadline
       while true {
         do { try await timeline.sleepUntil(deadline) } catch { return }

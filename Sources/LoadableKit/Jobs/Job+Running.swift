@@ -6,7 +6,7 @@ extension Job {
 
   /// Starts the task of run `runID`. The task keeps the job alive until the work stops.
   func launch(_ runID: UInt64) {
-    let task = Task { await self.drive(runID: runID, clock: self.options.clock) }
+    let task = TaskLaunch.start { await self.drive(runID: runID, clock: self.options.clock) }
     if withState({ $0.attach(task, runID: runID) }) { task.cancel() }
   }
 

@@ -12,4 +12,16 @@ package enum TaskLaunch {
   static func start(_ operation: sending @escaping @isolated(any) () async -> Void) -> Task<Void, Never> {
     Task(executorPreference: executor, operation: operation)
   }
+
+  /// Starts `operation` as a detached task — it inherits no task-local state from whoever happened
+  /// to cause it, such as a running attempt — on the bound executor if there is one.
+  @discardableResult
+  static func startDetached(
+    priority: TaskPriority? = nil, _ operation: sending @escaping @isolated(any) () async -> Void
+  ) -> Task<Void, Never> {
+    guard let executor else { return Task.detached(priority: priority, operation: operation) }
+    return Task.detached(executorPreference: executor, priority: priority) {
+      await $executor.withValue(executor) { await operation() }
+    }
+  }
 }
