@@ -14,7 +14,10 @@ let package = Package(
     .target(name: "LoadableKitTesting", dependencies: ["LoadableKit"]),
     .testTarget(
       name: "LoadableKitTests",
-      dependencies: ["LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode", "OfflineMapJob"]
+      dependencies: [
+        "LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode", "OfflineMapJob",
+        "Thumbnails",
+      ]
     ),
 
     // Playgrounds: example executables, `swift run <Name>`. They use only LoadableKit's public API.
@@ -30,6 +33,9 @@ let package = Package(
       exclude: ["README.md"]),
     .executableTarget(
       name: "OfflineMapJob", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/OfflineMapJob",
+      exclude: ["README.md"]),
+    .executableTarget(
+      name: "Thumbnails", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/Thumbnails",
       exclude: ["README.md"]),
     // The playgrounds' simulated services (latency, outages) over the JSON files in its Data/.
     .target(

@@ -1,0 +1,195 @@
+// Thumbnails: a ContentLoader behind a scrolling list of portal items.
+//
+//     swift run Thumbnails
+//
+// A list of 200 portal items shows 6 rows at a time, each with the item's thumbnail. A row that
+// scrolls into view claims its thumbnail from a ContentLoader (`begin`); a row that scrolls away
+// ends its claim. Thumbnails the disk cache kept from the last session show at once while the
+// thumbnail service is asked for the current ones; a load nobody needs any more is cancelled; a
+// slow, stale response never replaces a newer thumbnail; idle thumbnails beyond 12 are evicted.
+//
+// The run is the same every time: the simulated service holds requests until it is told to
+// answer them, and after each scroll the list waits until the cells, the loader's events and the
+// service's log have settled (ThumbnailList.swift) — never for some time.
+import ExampleServices
+import Foundation
+import LoadableKit
+
+let items = try Catalog.redlands(count: 200)
+let changes = ChangeSignal(timeout: .seconds(60))
+let service = ThumbnailService(items: items, latency: RedlandsServices.defaultLatency, onChange: changes.signal)
+let cache = ThumbnailCache(lastSessionOf: items)
+let maximumIdleCount = 12
+
+let thumbnails = ContentLoader<String, Thumbnail, Int>(
+  idleTimeout: nil,  // this run evicts by count only; an app would also evict after some idle time
+  maximumIdleCount: maximumIdleCount,
+  existingValue: { itemID in
+    cache.thumbnail(for: itemID).map { ($0, $0.revision) }  // shown at once, with the status loading
+  },
+  load: { itemID in
+    let thumbnail = try await service.thumbnail(for: itemID)
+    cache.store(thumbnail)
+    return (thumbnail, thumbnail.revision)  // the revision is the version: older never wins
+  }
+)
+let list = ThumbnailList(items: items, rowsPerScreen: 6, loader: thumbnails, service: service, changes: changes)
+
+print("Thumbnails: a ContentLoader behind a list of \(items.count) portal items, \(list.rowsPerScreen) rows on screen")
+print("(the disk cache holds \(cache.count) thumbnails from the last session, most of them out of date;")
+print(" simulated thumbnail service, \(formatDuration(service.server.latency)) per request)")
+
+// MARK: - 1. The list opens
+
+printStep("1. The list opens on rows 0–5: cached thumbnails show at once, fresh ones replace them")
+var before = list.totals
+list.scroll(to: 0)
+await list.settle()
+printCells(list.visible)
+list.printChanges(since: before)
+
+// MARK: - 2. Scrolled away before the thumbnails arrive
+
+printStep("2. On a slow network, the user scrolls two screens down before anything arrives")
+before = list.totals
+service.holdRequests()
+let passing = list.scroll(to: 6).appeared
+await list.settle()
+print("    \(rows(passing)) appear; their \(service.counts.held) requests wait at the service")
+list.scroll(to: 12)
+await list.settle()
+let cancelled = list.totals.events.cancelled - before.events.cancelled
+print("    \(rows(list.visible)) appear and \(rows(passing)) scroll away: their \(cancelled) loads are cancelled")
+service.answerHeldRequests()
+await list.settle()
+print("    the service answers the requests of \(rows(list.visible)):")
+printCells(passing + list.visible, note: { cell in list.visible.contains { $0 === cell } ? origin(cell) : "scrolled away: cancelled" })
+let cancelledEntries = passing.map { thumbnails.snapshot(for: $0.item.id)! }
+print("    their entries are idle, \(Set(cancelledEntries.map { "\($0.status)" }).sorted().joined(separator: ", ")), "
+  + "with the cached thumbnails they had (\(cancelledEntries.filter { $0.value != nil }.count) of \(passing.count))")
+list.printChanges(since: before)
+
+// MARK: - 3. Eviction
+
+printStep("3. Scrolling on: idle entries beyond \(maximumIdleCount) are evicted, least recently used first")
+before = list.totals
+let leaving = list.scroll(to: 18).disappeared
+await list.settle()
+let evicted = list.events.evictedKeys.dropFirst(before.events.evicted)
+let evictedRows = list.scrolledAway.filter { evicted.contains($0.item.id) }
+print("    \(rows(leaving)) go idle: \(before.entries - before.claimed + leaving.count) idle entries; "
+  + "the \(evicted.count) least recently used, \(rows(evictedRows)), are evicted")
+list.printChanges(since: before)
+
+// MARK: - 4. Back up
+
+printStep("4. The user scrolls back up to row 9")
+before = list.totals
+list.scroll(to: 9)
+await list.settle()
+printCells(list.visible)
+list.printChanges(since: before)
+
+// MARK: - 5. A slow, stale response
+
+let stale = list.cell(12)
+printStep("5. \(stale.item.title): a slow, stale response arrives after a newer one")
+before = list.totals
+let drawnBefore = stale.frames.count
+service.holdNextRequest(for: stale.item.id)
+list.refresh(row: 12)  // request A, which the service holds: a slow response
+await list.settle()
+let uploaded = service.uploadNewThumbnail(for: stale.item.id)
+list.refresh(row: 12)  // request B, while A still runs
+await list.settle()
+service.answerHeldRequests()  // A answers at last, with the thumbnail it found: the old one
+await list.settle()
+print("    refresh: request A asks for the thumbnail, and is slow; meanwhile the owner uploads r\(uploaded)")
+print("    refresh again: request B asks")
+let onScreen = stale.frames.last!.value!
+let answers = zip(["A", "B"], service.requests.dropFirst(before.service.requests).map { $0.answer! })
+for (name, answer) in answers.sorted(by: { $0.1.order < $1.1.order }) {
+  print("    request \(name) answers r\(answer.revision): "
+    + (answer.revision == onScreen.revision ? "drawn" : "older than r\(onScreen.revision), not drawn"))
+}
+print("    the cell drew \(stale.history(from: drawnBefore - 1)), and still shows \(onScreen)")
+list.printChanges(since: before)
+
+// MARK: - 6. An outage
+
+let broken = list.cell(13)
+printStep("6. \(broken.item.title): a refresh fails during an outage, and the cell keeps its thumbnail")
+before = list.totals
+let drawnBeforeOutage = broken.frames.count
+let newer = service.uploadNewThumbnail(for: broken.item.id)
+service.server.isDown = true
+list.refresh(row: 13)
+await list.settle()
+let failure = broken.frames.last!
+print("    its owner uploads r\(newer), but the service is down: \(failure.status), \(describe(failure.error)), still showing \(failure.value!)")
+service.server.isDown = false
+list.refresh(row: 13)
+await list.settle()
+print("    the service is back; refresh again: \(broken.frames.last!.value!) \(broken.frames.last!.status)")
+print("    the cell drew \(broken.history(from: drawnBeforeOutage - 1))")
+list.printChanges(since: before)
+
+// MARK: - 7. A fling
+
+let bottom = items.count - list.rowsPerScreen
+let tops = Array(stride(from: 15, to: bottom, by: list.rowsPerScreen)) + [bottom]
+printStep("7. A fling to the bottom: \(tops.count) screens pass before the slow network answers anything")
+before = list.totals
+service.holdRequests()
+var passed: [Cell] = []
+for top in tops {
+  passed += list.scroll(to: top).disappeared
+  await list.settle()
+}
+let flung = list.totals
+service.answerHeldRequests()
+await list.settle()
+let loadsFlungAway = passed.filter { $0.frames.last?.status == .loading }
+print("    \(passed.count) rows passed; the \(loadsFlungAway.count) still loading when they left were cancelled:")
+print("    \(flung.events.cancelled - before.events.cancelled) cancelled events, "
+  + "\(flung.service.cancelled - before.service.cancelled) requests cancelled before an answer")
+print("    the list stops at \(rows(list.visible)); the service answers their \(list.visible.count) requests:")
+printCells(list.visible)
+list.printChanges(since: before)
+
+// MARK: - 8. The screen closes
+
+printStep("8. The screen closes: every claim ends")
+before = list.totals
+list.close()
+await list.settle()
+print("    nothing is left loading; \(thumbnails.count) idle entries stay in memory, "
+  + "the \(maximumIdleCount) most recently used (maximumIdleCount \(maximumIdleCount))")
+list.printChanges(since: before)
+
+// MARK: - Summary
+
+let totals = list.totals
+let (events, requests) = (totals.events, totals.service)
+printStep("Summary")
+let ended = (events.loaded + events.cancelled + events.failed, requests.answered + requests.cancelled + requests.failed)
+let balanced = events.started == ended.0 && requests.requests == ended.1
+printColumns([
+  ["", "loader events", "service requests"],
+  ["loads started", "\(events.started)", "\(requests.requests)"],
+  ["completed", "\(events.loaded)", "\(requests.answered)"],
+  ["cancelled", "\(events.cancelled)", "\(requests.cancelled)"],
+  ["failed", "\(events.failed)", "\(requests.failed)"],
+  ["evicted", "\(events.evicted)", ""],
+])
+print("")
+print(balanced
+  ? "    started = completed + cancelled + failed, in both columns: every load that started ended"
+  : "    NOT BALANCED: started \(events.started) and \(requests.requests), ended \(ended.0) and \(ended.1)")
+print("    the events count step 5's two requests as one load: B's start and A's stale answer have no event of their own")
+let bound = list.rowsPerScreen + maximumIdleCount
+print("    entries: at most \(list.peakEntries) after any scroll, within \(list.rowsPerScreen) claimed + "
+  + "\(maximumIdleCount) idle\(list.peakEntries <= bound ? "" : ": OVER THE BOUND")")
+list.events.stop()
+changes.finish()
+if !balanced || list.peakEntries > bound { exit(1) }
