@@ -109,8 +109,9 @@ print("    refresh again: request B asks")
 let onScreen = stale.frames.last!.value!
 let answers = zip(["A", "B"], service.requests.dropFirst(before.service.requests).map { $0.answer! })
 for (name, answer) in answers.sorted(by: { $0.1.order < $1.1.order }) {
-  print("    request \(name) answers r\(answer.revision): "
-    + (answer.revision == onScreen.revision ? "drawn" : "older than r\(onScreen.revision), not drawn"))
+  let drawn = answer.revision == onScreen.revision
+  let older = answer.revision < onScreen.revision ? "older than r\(onScreen.revision), " : ""
+  print("    request \(name) answers r\(answer.revision): \(drawn ? "drawn" : older + "not drawn")")
 }
 print("    the cell drew \(stale.history(from: drawnBefore - 1)), and still shows \(onScreen)")
 list.printChanges(since: before)
