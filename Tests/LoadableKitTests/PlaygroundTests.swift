@@ -461,6 +461,107 @@ struct PlaygroundTests {
     #expect(section(output, "▸ 1.").first?.hasPrefix("    cannot restore the job: JobError.truncated: ") == true)
   }
 
+  @Test func thumbnailsShowsCachedFirstCancelsScrolledAwayLoadsAndBalancesItsCounts() throws {
+    let (output, status) = try runPlayground("Thumbnails")
+    #expect(status == 0)
+    // The run waits for facts, never for time: a second run prints the same.
+    let (again, _) = try runPlayground("Thumbnails")
+    #expect(again.split(separator: "\n").dropFirst(3) == output.split(separator: "\n").dropFirst(3))
+
+    // Every cell, in every step: its first frame is what the loader had — a cached revision
+    // shown with the status loading, or a thumbnail in memory — and the revision it shows never
+    // goes down, however the responses arrive.
+    let cells = output.split(separator: "\n").map { squeezed(String($0)) }.compactMap {
+      $0.wholeMatch(of: /(\d+) .+? ((?:r\d+|—) \w+(?: → (?:r\d+|—) \w+)*)(?: [a-z].*)?/)
+    }
+    #expect(cells.count == 6 + 12 + 6 + 6)
+    for cell in cells {
+      let frames = cell.2.split(separator: " → ").map { $0.split(separator: " ") }
+      #expect(["loading", "loaded"].contains(frames[0][1]), "row \(cell.1): \(cell.2)")
+      let revisions = frames.compactMap { Int($0[0].dropFirst()) }
+      #expect(revisions == revisions.sorted(), "row \(cell.1): \(cell.2)")
+    }
+
+    // 1. Cached thumbnails first, then the current ones; a cached one that is current stays.
+    #expect(Array(section(output, "▸ 1.").map(squeezed).prefix(9)) == [
+      "0 Redlands Topographic r4 loading → r5 loaded",
+      "1 Parks r3 loading → r4 loaded",
+      "2 Trails r3 loading → r3 loaded the cached one is current: kept",
+      "3 Fire Hydrants — loading → r2 loaded nothing cached",
+      "4 Redlands Parks and Trails r4 loading → r5 loaded",
+      "5 Bike Lanes 2024 r3 loading → r4 loaded",
+      "events 6 loads started (5 with a prior value), 6 loaded",
+      "service 6 requests, 6 answered",
+      "entries 6: 6 claimed, 0 idle",
+    ])
+
+    // 2. Rows that scroll away before their thumbnails arrive: loads cancelled, nothing drawn.
+    let scrolled = section(output, "▸ 2.").map(squeezed)
+    #expect(scrolled.contains("rows 12–17 appear and rows 6–11 scroll away: their 6 loads are cancelled"))
+    #expect(scrolled.filter { $0.hasSuffix(" loading scrolled away: cancelled") }.count == 6)
+    #expect(scrolled.contains("their entries are idle, notLoaded, with the cached thumbnails they had (4 of 6)"))
+    #expect(Array(scrolled.suffix(4).prefix(3)) == [
+      "events 12 loads started (9 with a prior value), 6 loaded, 6 cancelled",
+      "service 12 requests, 6 answered, 6 cancelled before an answer",
+      "entries 18: 6 claimed, 12 idle",
+    ])
+
+    // 3. Idle entries beyond 12 are evicted, least recently used first.
+    #expect(section(output, "▸ 3.").map(squeezed).contains(
+      "rows 12–17 go idle: 18 idle entries; the 6 least recently used, rows 0–5, are evicted"))
+
+    // 4. Back up: cancelled rows load again; rows idle in memory need no request.
+    let back = section(output, "▸ 4.").map(squeezed)
+    #expect(back.filter { $0.hasSuffix("loaded in memory: no request") }.count == 3)
+    #expect(back.contains("service 3 requests, 3 answered"))
+
+    // 5. The slow, stale response answers last and is not drawn.
+    #expect(Array(section(output, "▸ 5.").map(squeezed).prefix(5)) == [
+      "refresh: request A asks for the thumbnail, and is slow; meanwhile the owner uploads r6",
+      "refresh again: request B asks",
+      "request B answers r6: drawn",
+      "request A answers r5: older than r6, not drawn",
+      "the cell drew r5 loaded → r5 loading → r6 loaded, and still shows r6",
+    ])
+
+    // 6. A failed refresh keeps the thumbnail; the next one brings the new revision.
+    #expect(section(output, "▸ 6.").map(squeezed).contains(
+      "the cell drew r4 loaded → r4 loading → r4 failed → r4 loading → r5 loaded"))
+
+    // 7. The fling cancels the load of every row that passed while loading: almost everything.
+    let fling = section(output, "▸ 7.").map(squeezed)
+    let passed = try #require(fling.lazy.compactMap {
+      $0.wholeMatch(of: /(\d+) rows passed; the (\d+) still loading when they left were cancelled:/)
+    }.first)
+    let cancelled = try #require(Int(passed.2))
+    #expect(passed.1 == "185" && cancelled >= 150)
+    #expect(fling.contains("\(cancelled) cancelled events, \(cancelled) requests cancelled before an answer"))
+
+    // Never more than 6 claimed + 12 idle entries.
+    for line in output.split(separator: "\n").map({ squeezed(String($0)) }) {
+      if let entries = line.wholeMatch(of: /entries (\d+): (\d+) claimed, (\d+) idle/) {
+        #expect(Int(entries.2)! <= 6 && Int(entries.3)! <= 12, "\(line)")
+      }
+    }
+
+    // The summary: in both columns every load that started ended.
+    let summary = section(output, "▸ Summary").map(squeezed)
+    func row(_ name: String) throws -> (events: Int, requests: Int?) {
+      let numbers = try #require(summary.first { $0.hasPrefix(name + " ") }).split(separator: " ").compactMap { Int($0) }
+      return (numbers[0], numbers.count > 1 ? numbers[1] : nil)
+    }
+    let (started, completed, cancelledLoads, failed) = (try row("loads started"), try row("completed"), try row("cancelled"), try row("failed"))
+    #expect(started.events == completed.events + cancelledLoads.events + failed.events)
+    #expect(started.requests == completed.requests! + cancelledLoads.requests! + failed.requests!)
+    #expect(failed.events == 1 && cancelledLoads.events == 6 + cancelled)
+    // Step 5's second request is no load of its own to the events, and A's answer no completion.
+    #expect(started.requests == started.events + 1 && completed.requests == completed.events + 1)
+    let evicted = try row("evicted").events
+    #expect(evicted == 188 && evicted <= started.events)  // 6 in step 3, 176 in the fling, 6 at the close
+    #expect(summary.contains("started = completed + cancelled + failed, in both columns: every load that started ended"))
+    #expect(summary.contains("entries: at most 18 after any scroll, within 6 claimed + 12 idle"))
+  }
+
   @Test func readmeOpensWithTheTwoCommandsAndEveryLinkResolves() throws {
     let root = URL(fileURLWithPath: #filePath)
       .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -477,13 +578,14 @@ struct PlaygroundTests {
 
     // Every relative link in the README and the playgrounds' READMEs points at a file that exists.
     var documents = [root.appendingPathComponent("README.md")]
-    for name in ["MapViewer", "Pipelines", "Geocode", "OfflineMapJob"] {
+    for name in ["MapViewer", "Pipelines", "Geocode", "OfflineMapJob", "Thumbnails"] {
       documents.append(root.appendingPathComponent("Playgrounds/\(name)/README.md"))
       #expect(readme.contains("](Playgrounds/\(name)/README.md)"))
     }
     #expect(readme.contains("](Sources/LoadableKit/LoadableKit.docc/LoadingResources.md)"))
     #expect(readme.contains("](Sources/LoadableKit/LoadableKit.docc/ComposingLoadables.md)"))
     #expect(readme.contains("](Sources/LoadableKit/LoadableKit.docc/Jobs.md)"))
+    #expect(readme.contains("](Sources/LoadableKit/LoadableKit.docc/LoadingKeyedContent.md)"))
     for document in documents {
       let text = try String(contentsOf: document, encoding: .utf8)
       for match in text.matches(of: /\]\(([^)\s]+)\)/) where !match.1.contains("://") {
