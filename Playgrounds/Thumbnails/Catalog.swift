@@ -26,8 +26,8 @@ enum Catalog {
   /// "Bus Stops 2024", … — up to `count` items, the same on every run.
   ///
   /// The thumbnail revisions follow a fixed pattern. The last session saw the first 60 rows but
-  /// every fourth; for most of those the cache holds the revision before the current one, for
-  /// every sixth row the current one.
+  /// every fourth (rows 3, 7, 11, …); for most of those the cache holds the revision before the
+  /// current one, for rows 2, 8, 14, … the current one.
   static func redlands(count: Int) throws -> [CatalogItem] {
     struct Portal: Decodable { var items: [PortalItemInfo] }
     let portal = try ExampleData.decode(Portal.self, from: "portal.json").items.map { ($0.id, $0.title) }

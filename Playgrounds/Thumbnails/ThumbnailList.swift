@@ -98,7 +98,8 @@ final class ThumbnailList {
     }
     let cells = scrolledAway + visible
     // Every claim that found its key without a fresh value started a load — its first frame
-    // says `loading` — and so did every refresh of a claimed key.
+    // says `loading` — and so did every refresh of a claimed key. (This holds here because each
+    // key is on one row, and without a grace period a key without claims has no load running.)
     let loadsStarted = cells.count(where: { $0.frames.first?.status == .loading }) + refreshes
     let service = service.counts
     if service.requests != loadsStarted {
