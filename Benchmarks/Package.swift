@@ -18,8 +18,6 @@ let package = Package(
         .product(name: "LoadableKit", package: "swift-loadable"),
       ],
       path: "Benchmarks/LoadableKitBenchmarks",
-      // Written against the `loader` branch; enabled once ContentLoader is on main (see the file).
-      exclude: ["ContentLoader.swift.pending"],
       plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
     ),
     .executableTarget(

@@ -11,7 +11,7 @@ let benchmarks: @Sendable () -> Void = {
   registerCoalescingBenchmarks()      // 2. N callers on one in-flight load
   registerCreationBenchmarks()        // 3. create+release, bytes per idle loadable, peak memory
   registerPipelineBenchmarks()        // 4. map chains and zip, per node
-  registerContentLoaderBenchmarks()   // 5. claims and key churn (pending ContentLoader)
+  registerContentLoaderBenchmarks()   // 5. claims and key churn
   registerJobBenchmarks()             // 6. progress reports and pause points
   registerCancellationBenchmarks()    // 7. a waiter cancelling
 }
