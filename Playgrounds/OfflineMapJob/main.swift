@@ -44,7 +44,7 @@ printStep("1. Download \(downtown.area): \(tileCount) tiles, \(downtown.levelsDe
 redlands.gis.server.scheduleOutage(after: 8, failing: 2)
 print("    The tile service will answer 8 requests, then fail 2 with 503 Service Unavailable.")
 await startAndFollow(download, total: tileCount, unit: "tiles", until: { $0 >= 0.5 })
-let retries = download.messages.filter { $0.source == "LoadableKit" && $0.severity == .warning }.count
+let retries = download.messages.filter { $0.source == Job<DownloadMapArea>.messageSource && $0.severity == .warning }.count
 print("    the job retried \(retries) transient errors, each time from its last checkpoint, and went on")
 
 // MARK: 2. Pause at a checkpoint and save

@@ -1,8 +1,9 @@
 // MARK: - Running the work
 
 extension Job {
-  /// The source of the messages the job itself posts.
-  static var messageSource: String { "LoadableKit" }
+  /// The ``JobMessage/source`` of the messages the job itself posts (a retry after a transient
+  /// error, the connection lost), as opposed to the messages its work posts.
+  public static var messageSource: String { "LoadableKit" }
 
   /// Starts the task of run `runID`. The task keeps the job alive until the work stops.
   func launch(_ runID: UInt64) {
