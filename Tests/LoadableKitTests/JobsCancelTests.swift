@@ -34,13 +34,7 @@ struct JobsCancelTests {
   }
 
   @Test func cancelWhilePausedWakesTheParkedWorkWithCancellationError() async throws {
-    let work = CountingWork(units: 5)
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
-    let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let (job, work, release) = await startJob(units: 5, heldAt: 1)
     job.pause()
     release.open()
     await job.waitUntilParked()
@@ -69,13 +63,7 @@ struct JobsCancelTests {
   }
 
   @Test func cancelTwiceCancelsOnceAndBothWaitForTheWork() async throws {
-    let work = CountingWork(units: 3)
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
-    let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let (job, _, release) = await startJob(units: 3, heldAt: 1)
     let first = Task { await job.cancel() }
     await job.waitFor(.canceling)
     let second = Task {
@@ -91,13 +79,7 @@ struct JobsCancelTests {
   }
 
   @Test func cancelOfWorkThatIgnoresCancellationEndsFailedAndDropsTheResult() async throws {
-    let work = CountingWork(units: 3)
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
-    let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let (job, _, release) = await startJob(units: 3, heldAt: 1)
     let cancel = Task { await job.cancel() }
     await job.waitFor(.canceling)
     #expect(job.status == .canceling, "cancel waits while the work ignores it")
@@ -127,13 +109,7 @@ struct JobsCancelTests {
   }
 
   @Test func cancellingTheTaskThatCallsCancelStopsOnlyTheWait() async throws {
-    let work = CountingWork(units: 3)
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
-    let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let (job, _, release) = await startJob(units: 3, heldAt: 1)
     let caller = Task { await job.cancel() }
     await job.waitFor(.canceling)
     caller.cancel()

@@ -105,13 +105,7 @@ struct JobsPersistenceTests {
   }
 
   @Test func aJobSavedWhileCancelingComesBackCancelled() async throws {
-    let work = CountingWork(units: 3)
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
-    let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let (job, _, release) = await startJob(units: 3, heldAt: 1)
     let cancel = Task { await job.cancel() }
     await job.waitFor(.canceling)
     let data = try job.toJSON()

@@ -206,6 +206,19 @@ func latchJobAt(_ unit: Int, arrived: JobLatch, release: JobLatch) -> JobHooks.H
   }
 }
 
+/// Starts a job of `CountingWork(units:)` and returns once its work is held just before `unit`;
+/// open `release` to let the work go on.
+func startJob(units: Int, heldAt unit: Int) async -> (job: Job<CountingWork>, work: CountingWork, release: JobLatch) {
+  let work = CountingWork(units: units)
+  let arrived = JobLatch()
+  let release = JobLatch()
+  JobHooks.set(work.id, latchJobAt(unit, arrived: arrived, release: release))
+  let job = Job(work)
+  job.start()
+  await arrived.wait()
+  return (job, work, release)
+}
+
 extension AsyncStream {
   /// Every element, until the stream finishes.
   func collect() async -> [Element] {
