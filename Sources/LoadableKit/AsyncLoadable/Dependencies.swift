@@ -19,6 +19,10 @@ extension AsyncLoadable {
   /// attempt started and that nobody else wants. Declare dependencies before loading; a
   /// dependency added while an attempt runs applies from the next attempt.
   ///
+  /// The dependent holds its dependencies strongly (a map keeps its layers alive); a dependency
+  /// does not hold its dependents. Two loadables that declare each other form a retain cycle as
+  /// well as a dependency cycle: loading them fails with ``LoadableError/dependencyCycle``.
+  ///
   /// ```swift
   /// layer.addDependency(featureTable)                     // the layer needs its table
   /// map.addDependency(layer, kind: .incidental)           // the map loads without it
@@ -54,8 +58,8 @@ extension AsyncLoadable {
   /// Call it from ``performLoad()`` for dependencies you only discover while loading. During an
   /// attempt started by ``retryLoad()`` it retries a failed dependency; during a refresh it
   /// refreshes it; and each dependency receives the intent once per attempt (asking twice, or
-  /// asking for a declared dependency, does not refresh it twice). Outside an attempt it is
-  /// `dependency.fetchIfNeeded()` with `load()` semantics.
+  /// asking for a declared dependency, does not refresh it twice). Outside an attempt it loads
+  /// `dependency` as `load()` does and returns its content.
   ///
   /// - Throws: the dependency's error, `CancellationError`, ``LoadableError/dependencyCycle``
   ///   when the dependency is waiting for this loadable, or ``LoadableError/noContent``.
