@@ -62,11 +62,12 @@ extension ContentLoader {
       await withUnsafeContinuation { (continuation: StateMachine.Waiter) in
         var prior = StateMachine.PriorLookup.notFetched
         while true {
-          let isCancelled = Task.isCancelled
           let now = currentTime()
+          // Read under the lock: a cancellation whose handler ran before this point is seen here,
+          // and one after it finds the waiter registered.
           let arrival = withState {
             $0.arrive(
-              key, loadable: id, waiterID: waiterID, continuation: continuation, isCancelled: isCancelled,
+              key, loadable: id, waiterID: waiterID, continuation: continuation, isCancelled: Task.isCancelled,
               prior: prior, now: now)
           }
           switch arrival {

@@ -174,6 +174,9 @@ struct ContentLoaderStateMachine<Key: Hashable & Sendable, Value: Sendable, Vers
     /// under the lock (their `deinit` takes the lock).
     var released: [Entry] = []
     var releasedValues: [Value] = []
+    /// The sinks of an ended claim: a handler's closure may hold other claims, whose `deinit`
+    /// takes the lock.
+    var releasedSinks: [ClaimSink] = []
     var retained: [Loader.KeyedLoadable] = []
   }
 
@@ -249,6 +252,7 @@ struct ContentLoaderStateMachine<Key: Hashable & Sendable, Value: Sendable, Vers
     var effects = Effects()
     guard let sinks = entry.claims.removeValue(forKey: claimID) else { return effects }
     for sink in sinks { close(sink.sink, &effects) }
+    effects.releasedSinks = sinks
     if entry.isInIndex { settle(entry, now: now, &effects) }
     return effects
   }
@@ -633,17 +637,21 @@ struct ContentLoaderStateMachine<Key: Hashable & Sendable, Value: Sendable, Vers
   ) -> Arrival {
     var effects = Effects()
     let entry: Entry
+    var isNew = false
     if let existing = index[key] {
       entry = existing
     } else if case .fetched(let prior) = prior {
       entry = makeEntry(key, prior: prior)
+      isNew = true
     } else {
       return .needsPrior
     }
     var isMirror = false
     var consumed: UInt64 = 0
     if loadables[key]?.id == loadable {
-      isMirror = loadables[key]!.mirrorPending
+      // An entry evicted before the mirror request arrived has nothing to mirror: the loadable
+      // loads the key like any attempt of its own, so it keeps working after eviction.
+      isMirror = loadables[key]!.mirrorPending && !isNew
       consumed = loadables[key]!.consumed
       loadables[key]!.mirrorPending = false
     }

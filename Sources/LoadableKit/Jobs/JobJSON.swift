@@ -65,7 +65,7 @@ enum JobJSON {
     guard kind == Work.kind else {
       throw JobError(code: .kindMismatch, message: "the JSON holds a job of kind \"\(kind)\", not \"\(Work.kind)\"")
     }
-    let envelope: JobEnvelope<Work>
+    var envelope: JobEnvelope<Work>
     do {
       envelope = try decoder().decode(JobEnvelope<Work>.self, from: data)
     } catch {
@@ -74,6 +74,8 @@ enum JobJSON {
     guard (0...1).contains(envelope.fractionCompleted) else {
       throw JobError(code: .malformed, message: "fractionCompleted \(envelope.fractionCompleted) is not between 0 and 1")
     }
+    // -0.0 is in 0...1, but progress is ordered by bit pattern, where it would sort above 1.
+    if envelope.fractionCompleted == 0 { envelope.fractionCompleted = 0 }
     return envelope
   }
 
