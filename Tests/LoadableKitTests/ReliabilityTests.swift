@@ -248,3 +248,41 @@ struct ReviewRegressionTests {
     #expect(restored.fractionCompleted == 1)
   }
 }
+
+/// Content whose `deinit` reads the loadable that held it: user code that must not run under the
+/// loadable's lock.
+final class ReentrantContent: Sendable {
+  final class Owner: @unchecked Sendable {
+    weak var loadable: AsyncLoadable<ReentrantContent>?
+  }
+  let owner: Owner
+  let reads: Counter
+  init(owner: Owner, reads: Counter) {
+    self.owner = owner
+    self.reads = reads
+  }
+  deinit {
+    _ = owner.loadable?.loadStatus
+    reads.increment()
+  }
+}
+
+@Suite("Released outside the lock", .timeLimit(.minutes(1)))
+struct ReleasedOutsideTheLockTests {
+  @Test func replacedContentIsDestroyedOutsideTheLock() async throws {
+    let owner = ReentrantContent.Owner()
+    let reads = Counter()
+    let loadable = AsyncLoadable { ReentrantContent(owner: owner, reads: reads) }
+    owner.loadable = loadable
+    try await loadable.load()
+    _ = try await loadable.fetch()  // the refresh replaces (and frees) the first content
+    _ = try await loadable.fetch()
+    await eventually { reads.count >= 2 }
+    let mappedOwner = ReentrantContent.Owner()
+    let mapped = loadable.map { _ in ReentrantContent(owner: mappedOwner, reads: reads) }
+    mappedOwner.loadable = mapped
+    #expect(mapped.loadStatus == .loaded)
+    _ = try await loadable.fetch()  // the live view replaces its content too
+    await eventually { reads.count >= 4 }
+  }
+}

@@ -310,6 +310,15 @@ struct LoadStateMachine<Content: Sendable> {
     var event: StatusEvent?
     var cancelTask: Task<Void, Never>?
     var changedContent = false
+    /// What the state let go of: destroyed with the effects, after the lock is released, because
+    /// a content's or an error's `deinit` is user code (and the attempt holds copies of both).
+    var released = Released()
+  }
+
+  struct Released {
+    var attempt: Attempt?
+    var content: Content?
+    var error: (any Error)?
   }
 
   /// The attempt `id` returned `result`. A result for an attempt that is no longer current
@@ -319,6 +328,7 @@ struct LoadStateMachine<Content: Sendable> {
     guard let attempt, attempt === finished else { return Effects() }
     self.attempt = nil
     var effects = Effects(waiters: attempt.waiters)
+    effects.released = Released(attempt: attempt, content: content, error: error)
     switch result {
     case .success(let value):
       content = value
@@ -341,9 +351,11 @@ struct LoadStateMachine<Content: Sendable> {
     guard let attempt else { return Effects() }
     self.attempt = nil
     let failure = CancellationError()
+    let released = Released(attempt: attempt, content: nil, error: error)
     error = failure
     return Effects(
-      waiters: attempt.waiters, result: .failure(failure), event: setStatus(.failed), cancelTask: attempt.task)
+      waiters: attempt.waiters, result: .failure(failure), event: setStatus(.failed), cancelTask: attempt.task,
+      released: released)
   }
 
   /// A waiting caller's task was cancelled: that waiter alone throws `CancellationError`. When the
@@ -355,6 +367,7 @@ struct LoadStateMachine<Content: Sendable> {
     if attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty {
       self.attempt = nil
       effects.cancelTask = attempt.task
+      effects.released = Released(attempt: attempt, content: content, error: error)
       content = attempt.previousContent
       error = attempt.previousError
       effects.event = setStatus(attempt.previousStatus)

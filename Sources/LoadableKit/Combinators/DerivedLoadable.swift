@@ -132,6 +132,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     let effects = withState { state -> LoadStateMachine<Content>.Effects in
       guard state.status == .loaded, state.attempt == nil else { return .init() }
       var effects = LoadStateMachine<Content>.Effects()
+      effects.released = .init(attempt: nil, content: state.content, error: state.error)
       switch result {
       case .success(let content):
         state.content = content
