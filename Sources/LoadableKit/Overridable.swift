@@ -49,9 +49,13 @@ public final class Overridable<Value: Sendable>: Sendable {
       }
     }
     set {
-      storage.withLock(owner: self) { storage in
-        storage.override = newValue
-        storage.isOverridden = true
+      // The replaced value is returned so it is destroyed after the lock: its deinit is user code.
+      _ = storage.withLock(owner: self) { storage -> Value? in
+        defer {
+          storage.override = newValue
+          storage.isOverridden = true
+        }
+        return storage.override
       }
     }
   }
@@ -64,14 +68,20 @@ public final class Overridable<Value: Sendable>: Sendable {
 
   /// Records the value the resource read from its source. It does not replace an override.
   public func setLoadedValue(_ value: Value) {
-    storage.withLock(owner: self) { $0.loaded = value }
+    _ = storage.withLock(owner: self) { storage -> Value? in
+      defer { storage.loaded = value }
+      return storage.loaded
+    }
   }
 
   /// Drops the override, so ``value`` is the loaded value (or the default) again.
   public func removeOverride() {
-    storage.withLock(owner: self) { storage in
-      storage.override = nil
-      storage.isOverridden = false
+    _ = storage.withLock(owner: self) { storage -> Value? in
+      defer {
+        storage.override = nil
+        storage.isOverridden = false
+      }
+      return storage.override
     }
   }
 }
