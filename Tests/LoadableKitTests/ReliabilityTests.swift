@@ -286,3 +286,80 @@ struct ReleasedOutsideTheLockTests {
     await eventually { reads.count >= 4 }
   }
 }
+
+@Suite("Found in the core review", .timeLimit(.minutes(1)))
+struct CoreReviewRegressionTests {
+  @Test func aTaskStartedByAnObserverIsNotPartOfTheAttemptThatTriggeredIt() async throws {
+    for _ in 0..<50 {
+      let c = AsyncLoadable { 1 }
+      let d = AsyncLoadable { 2 }
+      d.addDependency(c)
+      let x = AsyncLoadable { 3 }
+      x.addDependency(d)
+      let outcome = Recorder<String>()
+      let observation = c.observeLoadStatus { status in
+        guard status == .loaded else { return }
+        Task {
+          do {
+            try await x.load()
+            outcome.append("ok")
+          } catch {
+            outcome.append("\(error)")
+          }
+        }
+      }
+      try await d.load()
+      await eventually { outcome.count == 1 }
+      #expect(outcome.values == ["ok"])
+      observation.cancel()
+    }
+  }
+
+  @Test func aMapOfARefreshThatFailedKeepsItsContentAndMirrorsTheFailure() async throws {
+    let (parent, control) = try await makeLoadable(in: .loaded)
+    let refresh = Task { try await parent.fetch() }
+    await control.waitForStart(2)
+    control.fail(Boom(code: 5))
+    _ = await refresh.result
+    let doubled = parent.map { $0 * 2 }
+    #expect(doubled.loadStatus == .failed)
+    #expect(doubled.content == 2)
+    #expect(doubled.loadError as? Boom == Boom(code: 5))
+  }
+
+  @Test func concurrentRefreshesNeverLeaveTheLiveViewBehind() async throws {
+    for _ in 0..<20 {
+      let counter = Counter()
+      let parent = AsyncLoadable { counter.increment() }
+      try await parent.load()
+      let doubled = parent.map { $0 * 2 }
+      await withTaskGroup(of: Void.self) { group in
+        for _ in 0..<4 {
+          group.addTask { for _ in 0..<10 { _ = try? await parent.fetch() } }
+        }
+      }
+      await eventually { doubled.content == (parent.content ?? 0) * 2 }
+      #expect(!doubled.needsSync)
+    }
+  }
+
+  @Test func aFlatMapReleasesItsPreviousInnerLoadableOutsideItsLock() async throws {
+    final class Holder: @unchecked Sendable { weak var outer: AsyncLoadable<Int>? }
+    let holder = Holder()
+    final class ReadingInner: AsyncLoadable<Int>, @unchecked Sendable {
+      let holder: Holder
+      init(holder: Holder) {
+        self.holder = holder
+        super.init()
+      }
+      override func performLoad() async throws -> Int { 1 }
+      deinit { _ = holder.outer?.dependencies }
+    }
+    let parent = AsyncLoadable { 0 }
+    let outer = parent.flatMap { _ in ReadingInner(holder: holder) }
+    holder.outer = outer
+    _ = try await outer.fetch()
+    _ = try await outer.fetch()  // replaces the first inner loadable, whose deinit reads `outer`
+    _ = try await outer.fetch()
+  }
+}

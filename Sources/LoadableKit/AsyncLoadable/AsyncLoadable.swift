@@ -319,7 +319,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         case .none: break
         case .started(let attempt): launch(attempt)
         }
-        deliver(event, contentChanged: false)
+        AttemptContext.outside { deliver(event, contentChanged: false) }
       }
     } onCancel: {
       perform(withState { $0.removeWaiter(waiterID) })
@@ -333,13 +333,17 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     let (decision, event) = withState {
       $0.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
     }
-    switch decision {
-    case .content: completion?(nil)
-    case .failure(let error): completion?(error)
-    case .joined, .none: break
-    case .started(let attempt): launch(attempt)
+    AttemptContext.outside {
+      deliver(event, contentChanged: false)
+      switch decision {
+      case .content: completion?(nil)
+      case .failure(let error): completion?(error)
+      case .joined, .none: break
+      // Started last, so that a fast attempt cannot call the completion handler while this call
+      // is still delivering the status change.
+      case .started(let attempt): launch(attempt)
+      }
     }
-    deliver(event, contentChanged: false)
   }
 
   /// Starts the task of a new attempt. The task keeps the loadable alive until it ends.
@@ -405,12 +409,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     // Observers and live derived loadables hear of the change before the callers resume, so a
     // caller that returns from `fetch()` finds `map` results and status handlers up to date
     // (unless another thread is delivering this loadable's notifications at that moment).
-    deliver(effects.event, contentChanged: effects.changedContent)
-    if effects.changedContent, case .success = effects.result {
-      notifyContentListeners()
-    }
-    for case let (_, waiter)? in effects.waiters {
-      waiter.resume(with: effects.result)
+    AttemptContext.outside {
+      deliver(effects.event, contentChanged: effects.changedContent)
+      if effects.changedContent, case .success = effects.result {
+        notifyContentListeners()
+      }
+      for case let (_, waiter)? in effects.waiters {
+        waiter.resume(with: effects.result)
+      }
     }
   }
 
@@ -512,7 +518,7 @@ extension AsyncLoadable {
       let current = state.status
       return state.more.observers.add(.init(handler: handler, onEnd: onEnd), current: current)
     }
-    if drain { drainObservers() }
+    if drain { AttemptContext.outside { drainObservers() } }
     return id
   }
 

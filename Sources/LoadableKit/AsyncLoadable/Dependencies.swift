@@ -90,6 +90,14 @@ extension AsyncLoadable {
 final class AttemptContext: Sendable {
   @TaskLocal static var current: AttemptContext?
 
+  /// Runs `body` outside any attempt: user code that the library calls back (observers,
+  /// completion handlers, listeners) and the tasks it starts must not pass for part of the
+  /// attempt that happened to trigger them, or their loads would count as that attempt's
+  /// dependencies (and could be reported as cycles).
+  static func outside<R>(_ body: () throws -> R) rethrows -> R {
+    current == nil ? try body() : try $current.withValue(nil, operation: body)
+  }
+
   let owner: AnyObject & Sendable
   let intent: LoadIntent
   /// Dependencies that already received this attempt's intent.

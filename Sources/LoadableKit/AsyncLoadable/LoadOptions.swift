@@ -135,8 +135,10 @@ extension AsyncLoadable {
   public var loadOptions: LoadOptions {
     get { state.withLock(owner: self) { $0.extras?.settings?.options } ?? LoadOptions() }
     set {
-      state.withLock(owner: self) { state in
-        state.more.settings = LoadableSettings(options: newValue, name: state.extras?.settings?.name)
+      // The old settings (the user's clock and closures) are released after the lock.
+      _ = state.withLock(owner: self) { state -> LoadableSettings? in
+        defer { state.more.settings = LoadableSettings(options: newValue, name: state.extras?.settings?.name) }
+        return state.extras?.settings
       }
     }
   }
@@ -145,8 +147,9 @@ extension AsyncLoadable {
   public var name: String? {
     get { state.withLock(owner: self) { $0.extras?.settings?.name } }
     set {
-      state.withLock(owner: self) { state in
-        state.more.settings = LoadableSettings(options: state.extras?.settings?.options, name: newValue)
+      _ = state.withLock(owner: self) { state -> LoadableSettings? in
+        defer { state.more.settings = LoadableSettings(options: state.extras?.settings?.options, name: newValue) }
+        return state.extras?.settings
       }
     }
   }

@@ -44,7 +44,24 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   }
 
   final func recordDerivation(sources versions: [UInt64], inner: (node: any DependencyNode, version: UInt64)? = nil) {
-    derivedFrom.withLock(owner: self) { $0 = (versions, inner) }
+    // The previous inner loadable is released after the lock: its deinit is user code.
+    _ = derivedFrom.withLock(owner: self) { derivedFrom in
+      defer { derivedFrom = (versions, inner) }
+      return derivedFrom.inner?.node
+    }
+  }
+
+  /// Records `versions` as the ones the content derives from, if they are all at least the
+  /// recorded ones and one is newer; returns whether it did. A live update that lost a race with a
+  /// newer one must not overwrite it.
+  final func advanceDerivation(to versions: [UInt64]) -> Bool {
+    derivedFrom.withLock(owner: self) { derivedFrom in
+      guard versions != derivedFrom.sources,
+        zip(versions, derivedFrom.sources).allSatisfy({ $0 >= $1 })
+      else { return false }
+      derivedFrom.sources = versions
+      return true
+    }
   }
 
   final var derivedVersions: [UInt64] { derivedFrom.withLock(owner: self) { $0.sources } }
@@ -74,18 +91,28 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     super.init(sources: sources)
   }
 
-  /// Derives the content at once when every source is loaded (or fails at once when a source
-  /// failed), then starts listening to the sources. Subclasses call it at the end of `init`.
+  /// Derives the content at once when every source has content and is loaded or failed — the
+  /// status mirrors the sources': loaded, or failed with the first failed source's error (a
+  /// refresh that failed keeps its content, and so does the view). A source that is loading or
+  /// not loaded leaves the view not loaded. Then starts listening to the sources. Subclasses call
+  /// it at the end of `init`.
   final func startLiveView() {
     let states = sources.map(\.erasedState)
-    if states.allSatisfy({ $0.status == .loaded && $0.content != nil }) {
+    let settled = states.allSatisfy { $0.content != nil && ($0.status == .loaded || $0.status == .failed) }
+    if settled {
       let result = Result { try combine(states.map { $0.content! }) }
+      let sourceError = states.first { $0.status == .failed }?.error
       withState { state in
         switch result {
         case .success(let content):
           state.content = content
           state.contentVersion = 1
-          state.status = .loaded
+          if let sourceError {
+            state.error = sourceError
+            state.status = .failed
+          } else {
+            state.status = .loaded
+          }
         case .failure(let error):
           state.error = error
           state.status = .failed
@@ -130,7 +157,9 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     guard versions != derivedVersions else { return }
     let result = Result { try combine(states.map { $0.content! }) }
     let effects = withState { state -> LoadStateMachine<Content>.Effects in
-      guard state.status == .loaded, state.attempt == nil else { return .init() }
+      // The version check and the commit happen under the one lock, so of two concurrent updates
+      // the older cannot land last.
+      guard state.status == .loaded, state.attempt == nil, advanceDerivation(to: versions) else { return .init() }
       var effects = LoadStateMachine<Content>.Effects()
       effects.released = .init(attempt: nil, content: state.content, error: state.error)
       switch result {
@@ -146,7 +175,6 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
       }
       return effects
     }
-    if effects.changedContent { recordDerivation(sources: versions) }
     perform(effects)
   }
 }

@@ -10,7 +10,10 @@ package enum TaskLaunch {
   /// Starts `operation` as an unstructured task, on the bound executor if there is one.
   @discardableResult
   static func start(_ operation: sending @escaping @isolated(any) () async -> Void) -> Task<Void, Never> {
-    Task(executorPreference: executor, operation: operation)
+    // Task-locals are inherited: the new task must not run as part of the attempt that started it.
+    Task(executorPreference: executor) {
+      await AttemptContext.$current.withValue(nil) { await operation() }
+    }
   }
 
   /// Starts `operation` as a detached task — it inherits no task-local state from whoever happened
