@@ -409,14 +409,22 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     // Observers and live derived loadables hear of the change before the callers resume, so a
     // caller that returns from `fetch()` finds `map` results and status handlers up to date
     // (unless another thread is delivering this loadable's notifications at that moment).
-    AttemptContext.outside {
-      deliver(effects.event, contentChanged: effects.changedContent)
-      if effects.changedContent, case .success = effects.result {
-        notifyContentListeners()
-      }
-      for case let (_, waiter)? in effects.waiters {
-        waiter.resume(with: effects.result)
-      }
+    // Observers, listeners and completion handlers are user code: they must not run as part of
+    // an attempt that happens to be on this task (a `cancelLoad()` from inside `performLoad()`).
+    if AttemptContext.current == nil {
+      notifyAndResume(effects)
+    } else {
+      AttemptContext.$current.withValue(nil) { notifyAndResume(effects) }
+    }
+  }
+
+  private final func notifyAndResume(_ effects: LoadStateMachine<Content>.Effects) {
+    deliver(effects.event, contentChanged: effects.changedContent)
+    if effects.changedContent, case .success = effects.result {
+      notifyContentListeners()
+    }
+    for case let (_, waiter)? in effects.waiters {
+      waiter.resume(with: effects.result)
     }
   }
 
