@@ -516,3 +516,24 @@ struct DiscoveredDependencyTests {
       """)
   }
 }
+
+@Suite("Cascade interest", .timeLimit(.minutes(1)))
+struct CascadeInterestTests {
+  @Test func aCallerWhoJoinedAndLeftDoesNotKeepTheDependencyAttemptAlive() async throws {
+    let portal = ControlledLoad<String>()
+    let portalLoadable = portal.makeLoadable()
+    let map = AsyncLoadable { "map" }
+    map.addDependency(portalLoadable)
+    let mapLoad = Task { try await map.load() }
+    await portal.waitForStart()
+    let visitor = Task { try await portalLoadable.load() }
+    await eventually { portalLoadable.waiterCount == 2 }
+    visitor.cancel()
+    await #expect(throws: CancellationError.self) { try await visitor.value }
+    #expect(portalLoadable.loadStatus == .loading, "the map still waits for it")
+    map.cancelLoad()
+    await #expect(throws: CancellationError.self) { try await mapLoad.value }
+    await eventually { portal.cancelledCount == 1 }
+    await eventually { portalLoadable.loadStatus == .notLoaded }
+  }
+}

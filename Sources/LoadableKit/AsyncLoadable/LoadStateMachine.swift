@@ -115,8 +115,9 @@ struct LoadStateMachine<Content: Sendable> {
     var task: Task<Void, Never>?
     /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
     var startedByDependent: Bool
-    /// Somebody other than a dependent's attempt asked for it (a caller, `sync()`, a completion
-    /// handler): a cascading cancel then leaves it running.
+    /// Somebody who is not a waiter wants it — it was started by a caller rather than a
+    /// dependent, or `sync()` asked for it — so a cascading cancel leaves it running. Waiters
+    /// (callers, completion handlers, other dependents) protect it only while they wait.
     var wanted: Bool
     /// What the loadable looked like before this attempt, restored by a cascading cancel.
     let previousStatus: LoadStatus
@@ -245,9 +246,6 @@ struct LoadStateMachine<Content: Sendable> {
         return (.none, nil)
       default:
         if callerCancelled { return (.failure(CancellationError()), nil) }
-        if !byDependent || waiter.map({ if case .completion = $0.waiter { true } else { false } }) == true {
-          attempt.wanted = true
-        }
         if let waiter { attempt.add(waiter) }
         return (.joined(attempt.task), nil)
       }
