@@ -49,11 +49,11 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// A copy of the status for the lock-free fast path of ``load()``; written under the lock.
   @usableFromInline let statusMirror = Atomic<UInt8>(0)
   @usableFromInline let state: Mutex<LoadStateMachine<Content>>
-  let operation: Operation?
+  @usableFromInline let operation: Operation?
 
   /// What the default ``performLoad()`` runs. An enum rather than one async closure, so that a
   /// synchronous closure, a constant and an error are stored without a conversion thunk.
-  enum Operation: Sendable {
+  @usableFromInline enum Operation: Sendable {
     case async(@Sendable () async throws -> Content)
     case sync(@Sendable () throws -> Content)
     case constant(Content)
@@ -66,11 +66,15 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   ///
   /// - Precondition: the subclass overrides ``performLoad()``. Loading an `AsyncLoadable` made with
   ///   this initializer and no override is a programming error and traps.
+  @inlinable
   public init() {
     state = Mutex(LoadStateMachine(status: .notLoaded, content: nil, error: nil))
     operation = nil
   }
 
+  /// Inlinable, like the public initializers, so that creating a loadable is specialized for the
+  /// caller's `Content` instead of looking up the generic metadata of its state at run time.
+  @inlinable
   init(status: LoadStatus, content: Content?, error: (any Error)?, operation: Operation?) {
     state = Mutex(LoadStateMachine(status: status, content: content, error: error))
     statusMirror.store(status.code, ordering: .relaxed)
@@ -80,6 +84,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Creates a loadable whose attempts run `operation`.
   ///
   /// Nothing runs until somebody loads it. Each attempt calls `operation` once.
+  @inlinable
   public convenience init(_ operation: @escaping @Sendable () async throws -> Content) {
     self.init(status: .notLoaded, content: nil, error: nil, operation: .async(operation))
   }
@@ -89,7 +94,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// This overload exists so that a closure that does not `await`, such as
   /// `AsyncLoadable { "value" }`, makes a loadable of `String` rather than a loadable *of the
   /// closure*.
-  @_disfavoredOverload
+  @inlinable @_disfavoredOverload
   public convenience init(_ operation: @escaping @Sendable () throws -> Content) {
     self.init(status: .notLoaded, content: nil, error: nil, operation: .sync(operation))
   }
@@ -97,7 +102,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Creates a loadable that is already ``LoadStatus/loaded`` with `content`.
   ///
   /// It is a constant: a refresh succeeds with the same content.
-  @_disfavoredOverload
+  @inlinable @_disfavoredOverload
   public convenience init(content: Content) {
     self.init(status: .loaded, content: content, error: nil, operation: .constant(content))
   }
@@ -105,6 +110,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Creates a loadable that has already ``LoadStatus/failed`` with `error`.
   ///
   /// It is a constant: ``retryLoad()`` runs an attempt that fails with the same error.
+  @inlinable
   public convenience init(error: any Error) {
     self.init(status: .failed, content: nil, error: error, operation: .failure(error))
   }

@@ -92,7 +92,7 @@ struct LoadStateMachine<Content: Sendable> {
 
   /// One running attempt. A class so the idle state stays small and the attempt can be
   /// identified and compared cheaply.
-  final class Attempt: @unchecked Sendable {  // mutated only under the loadable's lock
+  @usableFromInline final class Attempt: @unchecked Sendable {  // mutated only under the loadable's lock
     let id: UInt64
     let intent: LoadIntent
     /// Waiters in registration order (resumed in that order). A waiter whose caller was
@@ -140,18 +140,18 @@ struct LoadStateMachine<Content: Sendable> {
 
   @usableFromInline var status: LoadStatus
   @usableFromInline var content: Content?
-  var error: (any Error)?
+  @usableFromInline var error: (any Error)?
   /// Counts successful attempts (and live recomputations of derived content).
-  var contentVersion: UInt64 = 0
-  var attempt: Attempt?
+  @usableFromInline var contentVersion: UInt64 = 0
+  @usableFromInline var attempt: Attempt?
   /// An attempt's task holds the gate while it runs, so `performLoad()` never runs twice at once
   /// even when a cancelled attempt's work ignores cancellation. Tasks wait in `extras.gateQueue`.
-  var gateBusy = false
+  @usableFromInline var gateBusy = false
   /// Everything an idle loadable does not need, allocated on first use.
-  var extras: Extras?
+  @usableFromInline var extras: Extras?
   /// Created when an observable property is first read: until then nobody can be tracking one,
   /// so changes need no notification and an idle loadable carries no registrar.
-  var registrar: ObservationRegistrar?
+  @usableFromInline var registrar: ObservationRegistrar?
 
   /// The registrar, created on first use.
   mutating func observationRegistrar() -> ObservationRegistrar {
@@ -163,7 +163,7 @@ struct LoadStateMachine<Content: Sendable> {
 
   /// The rarely used part of the state, out of line so that an idle loadable stays small.
   /// A class, but only ever touched under the loadable's lock, as part of this state.
-  final class Extras {
+  @usableFromInline final class Extras {
     /// How long the last successful attempt took (for the dependency tree dump).
     var lastDuration: Duration?
     var observers = ObserverRegistry()
@@ -186,7 +186,7 @@ struct LoadStateMachine<Content: Sendable> {
     }
   }
 
-  init(status: LoadStatus, content: Content?, error: (any Error)?) {
+  @inlinable init(status: LoadStatus, content: Content?, error: (any Error)?) {
     self.status = status
     self.content = content
     self.error = error
