@@ -308,7 +308,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       return try answer.get()
     }
     let context = AttemptContext.current
-    let waiterID = nextWaiterID()
+    let waiterID = nextUniqueID()
     let edge = try context.map { try WaitGraph.enter(from: $0.owner, to: self) }
     defer { if let edge { WaitGraph.leave(edge) } }
     return try await withTaskCancellationHandler {
@@ -335,7 +335,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// The non-async requests: completion handlers and fire-and-forget syncs.
   final func submit(_ request: LoadRequest, completion: LoadStateMachine<Content>.Completion?) {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
-    let waiter = completion.map { (nextWaiterID(), LoadStateMachine<Content>.Waiter.completion($0)) }
+    let waiter = completion.map { (nextUniqueID(), LoadStateMachine<Content>.Waiter.completion($0)) }
     let (decision, event) = withState {
       $0.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
     }
@@ -417,11 +417,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     // (unless another thread is delivering this loadable's notifications at that moment).
     // Observers, listeners and completion handlers are user code: they must not run as part of
     // an attempt that happens to be on this task (a `cancelLoad()` from inside `performLoad()`).
-    if AttemptContext.current == nil {
-      notifyAndResume(effects)
-    } else {
-      AttemptContext.$current.withValue(nil) { notifyAndResume(effects) }
-    }
+    AttemptContext.outside { notifyAndResume(effects) }
   }
 
   private final func notifyAndResume(_ effects: LoadStateMachine<Content>.Effects) {
@@ -446,7 +442,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
     state.withLock(owner: self) { state in
-      let id = nextWaiterID()
+      let id = nextUniqueID()
       state.more.contentListeners[id] = listener
       return id
     }
@@ -564,11 +560,12 @@ public final class LoadObservation: Sendable {
   deinit { cancel() }
 }
 
-let waiterIDs = Atomic<UInt64>(0)
+let uniqueIDs = Atomic<UInt64>(0)
 
+/// A process-wide unique identifier for waiters, attempts and listeners.
 @usableFromInline
-func nextWaiterID() -> UInt64 {
-  waiterIDs.wrappingAdd(1, ordering: .relaxed).newValue
+func nextUniqueID() -> UInt64 {
+  uniqueIDs.wrappingAdd(1, ordering: .relaxed).newValue
 }
 
 extension LoadStatus {

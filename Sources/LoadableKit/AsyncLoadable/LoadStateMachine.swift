@@ -254,7 +254,7 @@ struct LoadStateMachine<Content: Sendable> {
     }
     // Start a new attempt.
     if request.waits && callerCancelled { return (.failure(CancellationError()), nil) }
-    let attempt = Attempt(id: nextWaiterID(), intent: request.intent, byDependent: byDependent, previous: self)
+    let attempt = Attempt(id: nextUniqueID(), intent: request.intent, byDependent: byDependent, previous: self)
     if let waiter {
       attempt.add(waiter)
       if case .completion = waiter.waiter { attempt.wanted = true }

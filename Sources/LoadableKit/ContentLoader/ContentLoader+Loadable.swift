@@ -57,7 +57,7 @@ extension ContentLoader {
   func attempt(of loadable: KeyedLoadable) async throws -> Value {
     let key = loadable.key
     let id = ObjectIdentifier(loadable)
-    let waiterID = waiterIDs.wrappingAdd(1, ordering: .relaxed).newValue
+    let waiterID = nextUniqueID()
     let result = await withTaskCancellationHandler {
       await withUnsafeContinuation { (continuation: StateMachine.Waiter) in
         var prior = StateMachine.PriorLookup.notFetched

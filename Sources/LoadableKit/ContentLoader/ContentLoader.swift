@@ -52,7 +52,6 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   let timeline: Timeline
   let gracePeriod: Duration
   let tracksIdleTime: Bool
-  let waiterIDs = Atomic<UInt64>(0)
 
   /// Creates a loader.
   ///
