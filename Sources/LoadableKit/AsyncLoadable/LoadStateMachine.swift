@@ -106,11 +106,34 @@ struct LoadStateMachine<Content: Sendable> {
       waiters.append(waiter)
     }
 
+    /// Removes a waiter that left. Its slot is freed at once; once most slots are empty the list
+    /// is compacted, so a long run of callers that join and leave costs memory for those still
+    /// waiting only (amortized O(1) a waiter).
     func remove(_ id: UInt64) -> (id: UInt64, waiter: Waiter)? {
       guard let slot = slots.removeValue(forKey: id) else { return nil }
-      defer { waiters[slot] = nil }
-      return waiters[slot]
+      let removed = waiters[slot]
+      waiters[slot] = nil
+      if waiters.count >= 32 && slots.count * 4 < waiters.count { compact() }
+      return removed
     }
+
+    /// Drops the empty slots, keeping the order of those still waiting.
+    private func compact() {
+      var kept: [(id: UInt64, waiter: Waiter)?] = []
+      kept.reserveCapacity(slots.count * 2)
+      var positions: [UInt64: Int] = [:]
+      positions.reserveCapacity(slots.count * 2)
+      for case let entry? in waiters {
+        positions[entry.id] = kept.count
+        kept.append(entry)
+      }
+      waiters = kept
+      slots = positions
+    }
+    /// How many waiter slots are stored, including those of waiters that left.
+    var storedWaiterCount: Int { waiters.count }
+    /// The attempt's context, once it runs: its waits are edges of the wait-for graph.
+    var context: AttemptContext?
     /// The task running the attempt; `nil` until the starter stores it.
     var task: Task<Void, Never>?
     /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
@@ -193,7 +216,11 @@ struct LoadStateMachine<Content: Sendable> {
   }
 
 
-  var snapshot: LoadSnapshot<Content> { LoadSnapshot(status: status, content: content, error: error) }
+  /// The error is reported only while failed: during a retry the previous attempt's error is kept
+  /// (a cascade-cancelled attempt restores it) but is not the loadable's error.
+  var snapshot: LoadSnapshot<Content> {
+    LoadSnapshot(status: status, content: content, error: status == .failed ? error : nil)
+  }
 
   var delivery: Delivery { Delivery(content: content, version: contentVersion) }
 
@@ -308,6 +335,8 @@ struct LoadStateMachine<Content: Sendable> {
     var event: StatusEvent?
     var cancelTask: Task<Void, Never>?
     var changedContent = false
+    /// The current attempt ended (with its result used): a live view re-checks its sources.
+    var endedAttempt = false
     /// What the state let go of: destroyed with the effects, after the lock is released, because
     /// a content's or an error's `deinit` is user code (and the attempt holds copies of both).
     var released = Released()
@@ -326,6 +355,7 @@ struct LoadStateMachine<Content: Sendable> {
     guard let attempt, attempt === finished else { return Effects() }
     self.attempt = nil
     var effects = Effects(waiters: attempt.waiters)
+    effects.endedAttempt = true
     effects.released = Released(attempt: attempt, content: content, error: error)
     switch result {
     case .success(let value):
