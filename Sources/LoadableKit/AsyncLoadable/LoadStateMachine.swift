@@ -171,7 +171,7 @@ struct LoadStateMachine<Content: Sendable> {
   /// even when a cancelled attempt's work ignores cancellation. Tasks wait in `extras.gateQueue`.
   @usableFromInline var gateBusy = false
   /// Everything an idle loadable does not need, allocated on first use.
-  @usableFromInline var extras: Extras?
+  @usableFromInline var extras: LoadableExtras?
   /// Created when an observable property is first read: until then nobody can be tracking one,
   /// so changes need no notification and an idle loadable carries no registrar.
   @usableFromInline var registrar: ObservationRegistrar?
@@ -184,26 +184,11 @@ struct LoadStateMachine<Content: Sendable> {
     return registrar
   }
 
-  /// The rarely used part of the state, out of line so that an idle loadable stays small.
-  /// A class, but only ever touched under the loadable's lock, as part of this state.
-  @usableFromInline final class Extras {
-    /// How long the last successful attempt took (for the dependency tree dump).
-    var lastDuration: Duration?
-    var observers = ObserverRegistry()
-    /// Rarely set configuration (options, name).
-    var settings: LoadableSettings?
-    /// Derived loadables that recompute or go stale when the content changes.
-    var contentListeners: [UInt64: @Sendable () -> Void] = [:]
-    /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
-    var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
-    var gateQueue: [UnsafeContinuation<Void, Never>] = []
-  }
-
   /// The out-of-line part, created on first use.
-  var more: Extras {
+  var more: LoadableExtras {
     mutating get {
       if let extras { return extras }
-      let extras = Extras()
+      let extras = LoadableExtras()
       self.extras = extras
       return extras
     }
@@ -486,4 +471,22 @@ struct ObserverRegistry {
     }
     return batch
   }
+}
+
+/// The rarely used part of a loadable's state, out of line so that an idle loadable stays small.
+/// A class, but only ever touched under the loadable's lock, as part of this state.
+///
+/// Not nested in the generic `LoadStateMachine`: nothing in it depends on the content type, and
+/// unspecialized code would otherwise look up its generic metadata at run time on every use.
+@usableFromInline final class LoadableExtras {
+  /// How long the last successful attempt took (for the dependency tree dump).
+  var lastDuration: Duration?
+  var observers = ObserverRegistry()
+  /// Rarely set configuration (options, name).
+  var settings: LoadableSettings?
+  /// Derived loadables that recompute or go stale when the content changes.
+  var contentListeners: [UInt64: @Sendable () -> Void] = [:]
+  /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
+  var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
+  var gateQueue: [UnsafeContinuation<Void, Never>] = []
 }
