@@ -339,7 +339,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         AttemptContext.outside { deliver(event, contentChanged: false) }
       }
     } onCancel: {
-      perform(withState { $0.removeWaiter(waiterID) })
+      let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
+      if let effects { perform(effects) }  // observers first, as everywhere
+      waiter?.resume(with: .failure(CancellationError()))
     }
   }
 

@@ -373,20 +373,25 @@ struct LoadStateMachine<Content: Sendable> {
 
   /// A waiting caller's task was cancelled: that waiter alone throws `CancellationError`. When the
   /// attempt was started by a dependent and nobody else is interested any more, the attempt is
-  /// cancelled and the loadable goes back to what it was before the attempt (SPEC §2).
-  mutating func removeWaiter(_ waiterID: UInt64) -> Effects {
-    guard let attempt, let removed = attempt.remove(waiterID) else { return Effects() }
-    var effects = Effects(waiters: [removed], result: .failure(CancellationError()))
-    if attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty {
-      self.attempt = nil
-      effects.cancelTask = attempt.task
-      effects.released = Released(attempt: attempt, content: content, error: error)
-      content = attempt.previousContent
-      error = attempt.previousError
-      effects.event = setStatus(attempt.previousStatus)
-      effects.changedContent = true
+  /// cancelled and the loadable goes back to what it was before the attempt (SPEC §2): then
+  /// `effects` says what else to do.
+  ///
+  /// The common case — one caller leaving an attempt others still want — hands back just the
+  /// waiter, without building ``Effects``.
+  mutating func removeWaiter(_ waiterID: UInt64) -> (waiter: Waiter?, effects: Effects?) {
+    guard let attempt, let removed = attempt.remove(waiterID) else { return (nil, nil) }
+    guard attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty else {
+      return (removed.waiter, nil)
     }
-    return effects
+    self.attempt = nil
+    var effects = Effects()
+    effects.cancelTask = attempt.task
+    effects.released = Released(attempt: attempt, content: content, error: error)
+    content = attempt.previousContent
+    error = attempt.previousError
+    effects.event = setStatus(attempt.previousStatus)
+    effects.changedContent = true
+    return (removed.waiter, effects)
   }
 
   // MARK: - Status changes
