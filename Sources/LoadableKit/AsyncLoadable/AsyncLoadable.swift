@@ -270,7 +270,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// - Throws: the attempt's error, `CancellationError`, or ``LoadableError/noContent`` when the
   ///   attempt succeeded but ``isContentAvailable`` is `false`.
   nonisolated(nonsending) public final func fetch() async throws -> Content {
-    try checkedContent(try await request(.fetch).content)
+    try checkedContent(try await request(.fetch).content as? Content)
   }
 
   /// Returns the content at once when ``needsSync`` is `false`; otherwise loads it as
@@ -285,7 +285,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   @usableFromInline
   nonisolated(nonsending) final func fetchIfNeededSlowly() async throws -> Content {
-    try checkedContent(try await request(.fetchIfNeeded).content)
+    try checkedContent(try await request(.fetchIfNeeded).content as? Content)
   }
 
   /// The content when the status is `.loaded` and there is content, in one read.

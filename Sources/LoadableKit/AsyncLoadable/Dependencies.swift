@@ -68,7 +68,9 @@ extension AsyncLoadable {
   nonisolated(nonsending) public final func loadDependency<T: Sendable>(_ dependency: AsyncLoadable<T>) async throws -> T {
     let context = attemptContext(calledOn: self)
     let request = context?.request(for: dependency) ?? .load
-    guard let content = try await dependency.request(request, from: context).content else { throw LoadableError.noContent }
+    guard let content = try await dependency.request(request, from: context).content as? T else {
+      throw LoadableError.noContent
+    }
     return content
   }
 

@@ -52,7 +52,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     let context = attemptContext(calledOn: self)
     let request = context?.request(for: inner) ?? .load
     let delivery = try await inner.request(request, from: context)
-    guard let content = delivery.content else { throw LoadableError.noContent }
+    guard let content = delivery.content as? T else { throw LoadableError.noContent }
     return (content, delivery.version)
   }
 
