@@ -119,6 +119,10 @@ struct LoadStateMachine<Content: Sendable> {
     /// dependent, or `sync()` asked for it — so a cascading cancel leaves it running. Waiters
     /// (callers, completion handlers, other dependents) protect it only while they wait.
     var wanted: Bool
+    /// Interest that is not a waiter: a `ContentLoader` key's claims hold one unit while they
+    /// last (see `AsyncLoadable+Interest.swift`). Like a waiter, it keeps a dependent-started
+    /// attempt alive.
+    var interest = 0
     /// What the loadable looked like before this attempt, restored by a cascading cancel.
     let previousStatus: LoadStatus
     let previousContent: Content?
@@ -362,7 +366,7 @@ struct LoadStateMachine<Content: Sendable> {
   mutating func removeWaiter(_ waiterID: UInt64) -> Effects {
     guard let attempt, let removed = attempt.remove(waiterID) else { return Effects() }
     var effects = Effects(waiters: [removed], result: .failure(CancellationError()))
-    if attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty {
+    if attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty && attempt.interest == 0 {
       self.attempt = nil
       effects.cancelTask = attempt.task
       effects.released = Released(attempt: attempt, content: content, error: error)
