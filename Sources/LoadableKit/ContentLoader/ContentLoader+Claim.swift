@@ -44,10 +44,11 @@ extension ContentLoader {
     /// The key's current snapshot. After the claim has ended: the key's current snapshot if the
     /// loader still holds it, otherwise a ``LoadStatus/notLoaded`` one.
     public var snapshot: Snapshot {
-      loader.withState { state in
-        if let entry { return state.snapshot(of: entry) }
-        return state.snapshot(for: key) ?? Snapshot(key: key, status: .notLoaded)
+      // The loadable's snapshot holds copies of user values: released here, after the lock.
+      let read = loader.withState { state in
+        if let entry { return Optional(state.snapshot(of: entry)) } else { return state.snapshot(for: key) }
       }
+      return read?.0 ?? Snapshot(key: key, status: .notLoaded)
     }
 
     /// The key's snapshots, latest only: see ``updates(bufferingPolicy:)``.

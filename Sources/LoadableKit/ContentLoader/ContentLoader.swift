@@ -166,7 +166,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
 
   /// The key's current snapshot, or `nil` when the loader holds no entry for it.
   public func snapshot(for key: Key) -> Snapshot? {
-    withState { $0.snapshot(for: key) }
+    // The loadable's snapshot holds copies of user values: released here, after the lock.
+    withState { $0.snapshot(for: key) }?.0
   }
 
   /// The number of entries the loader holds: claimed, loading and idle.

@@ -51,7 +51,7 @@ extension ContentLoaderState {
     var effects = Effects()
     let id = makeID()
     entry.sinks[claim.id, default: []].append(Loader.ClaimSink(id: id, sink: sink))
-    enqueue(.snapshot(sink, snapshot(of: entry)), &effects)
+    enqueue(.snapshot(sink, snapshot(of: entry, &effects)), &effects)
     return (id, effects)
   }
 

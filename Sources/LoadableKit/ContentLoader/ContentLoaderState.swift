@@ -166,7 +166,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     settle(entry, now: .zero, &effects)  // claimed: the entry cannot go idle here
     if let sink {
       entry.sinks[claim.id] = [Loader.ClaimSink(id: makeID(), sink: sink)]
-      enqueue(.snapshot(sink, snapshot(of: entry)), &effects)
+      enqueue(.snapshot(sink, snapshot(of: entry, &effects)), &effects)
     }
     return true
   }
@@ -341,9 +341,19 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
   /// The key's snapshot: the loadable's status, content and error, with the prior value from
   /// the `existingValue` hook where there is no content yet, and the versions.
-  func snapshot(of entry: Entry) -> Snapshot {
+  ///
+  /// The loadable's own snapshot is returned too: it holds copies of the content and error, which
+  /// the caller must release after the lock (the loadable may let go of its own meanwhile).
+  func snapshot(of entry: Entry) -> (Snapshot, LoadSnapshot<Value>) {
     let view = entry.interestView(since: nil)
-    return snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion)
+    return (snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion), view.snapshot)
+  }
+
+  /// ``snapshot(of:)`` whose copies are released with `effects`.
+  func snapshot(of entry: Entry, _ effects: inout Effects) -> Snapshot {
+    let (snapshot, view) = snapshot(of: entry)
+    effects.released.contents.append(view)
+    return snapshot
   }
 
   private func snapshot(of entry: Entry, _ state: LoadSnapshot<Value>, contentVersion: UInt64) -> Snapshot {
@@ -355,7 +365,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       error: state.status == .failed ? state.error ?? CancellationError() : nil)
   }
 
-  func snapshot(for key: Key) -> Snapshot? {
+  func snapshot(for key: Key) -> (Snapshot, LoadSnapshot<Value>)? {
     index[key].map { snapshot(of: $0) }
   }
 
