@@ -77,8 +77,10 @@ let leaving = list.scroll(to: 18).disappeared
 await list.settle()
 let evicted = list.events.evictedKeys.dropFirst(before.events.evicted)
 let evictedRows = list.scrolledAway.filter { evicted.contains($0.item.id) }
+let emptyRows = evictedRows.filter { $0.frames.last?.value == nil }
 print("    \(rows(leaving)) go idle: \(before.entries - before.claimed + leaving.count) idle entries; "
-  + "the \(evicted.count) least recently used, \(rows(evictedRows)), are evicted")
+  + "\(evicted.count) are evicted: the \(emptyRows.count) with nothing to show first, then the least recently used")
+print("    evicted rows: \(evictedRows.map { "\($0.row)" }.joined(separator: ", "))")
 list.printChanges(since: before)
 
 // MARK: - 4. Back up

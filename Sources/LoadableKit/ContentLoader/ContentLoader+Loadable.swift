@@ -112,6 +112,8 @@ extension ContentLoader {
     var isInIndex = false
     // The idle list (least recently used first).
     var isIdleLinked = false
+    /// On the list of idle entries with nothing to show.
+    var isIdleEmpty = false
     var idleSince: Duration = .zero
     var newer: KeyedLoadable?
     var older: KeyedLoadable?

@@ -196,6 +196,34 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     perform(withState { $0.refreshAll() })
   }
 
+  /// ``refresh(_:)`` for every key the loader holds that `predicate` chooses: "every key of this
+  /// portal item", "every key older than this version".
+  ///
+  /// `predicate` is called outside the lock, once per key held when the call starts.
+  ///
+  /// - Complexity: O(n) in the number of entries.
+  public func refresh(where predicate: (Key) throws -> Bool) rethrows {
+    let chosen = try keys().filter(predicate)
+    perform(withState { $0.refresh(chosen, loading: true) })
+  }
+
+  /// Marks the keys that `predicate` chooses stale without loading them now: each loads at its
+  /// next first claim (or its loadable's next `fetchIfNeeded()`), and shows its current value
+  /// meanwhile. A claimed key goes on showing its value until then.
+  ///
+  /// `predicate` is called outside the lock, once per key held when the call starts.
+  ///
+  /// - Complexity: O(n) in the number of entries.
+  public func invalidate(where predicate: (Key) throws -> Bool) rethrows {
+    let chosen = try keys().filter(predicate)
+    perform(withState { $0.refresh(chosen, loading: false) })
+  }
+
+  /// The keys held, copied out of the lock.
+  func keys() -> [Key] {
+    withState { Array($0.index.keys) }
+  }
+
   // MARK: - Observing
 
   /// Every change to every key, delegate-style, with a buffer of the newest 1,000 events: see

@@ -1,25 +1,66 @@
-/// The idle list and eviction: entries without claims that are not loading, least recently used
+/// The idle lists and eviction: entries without claims that are not loading, least recently used
 /// first, bounded by `maximumIdleCount` and, with an idle timeout, by time.
+///
+/// Idle entries with nothing to show — never loaded, no prior value, or a load that was
+/// cancelled before it produced one — are on a list of their own and evicted first, so a fling
+/// through keys that never loaded does not push the real thumbnails out of memory.
 extension ContentLoaderState {
+  /// A doubly linked list of idle entries through their `newer`/`older` fields.
+  struct IdleList {
+    var oldest: Entry?
+    var newest: Entry?
+    var count = 0
+  }
+
+  var idleCount: Int { idle.count + idleEmpty.count }
+
+  /// Whether the entry has a value to show: content, or a prior value.
+  func hasValue(_ entry: Entry) -> Bool {
+    if let shown = entry.shown, shown.contentVersion > 0 { return true }
+    return entry.versions.withLock(owner: entry) { $0.prior != nil }
+  }
+
   mutating func linkIdle(_ entry: Entry, now: Duration) {
-    // Offsets are read before the lock, so two callers may arrive out of order: keep the list
-    // sorted by never going back in time.
-    entry.idleSince = max(now, newestIdle?.idleSince ?? now)
-    entry.older = newestIdle
-    entry.newer = nil
-    if let newest = newestIdle { newest.newer = entry } else { oldestIdle = entry }
-    newestIdle = entry
+    entry.isIdleEmpty = !hasValue(entry)
+    if entry.isIdleEmpty { Self.link(entry, into: &idleEmpty, now: now) } else { Self.link(entry, into: &idle, now: now) }
     entry.isIdleLinked = true
-    idleCount += 1
   }
 
   mutating func unlinkIdle(_ entry: Entry) {
-    if let older = entry.older { older.newer = entry.newer } else { oldestIdle = entry.newer }
-    if let newer = entry.newer { newer.older = entry.older } else { newestIdle = entry.older }
+    if entry.isIdleEmpty { Self.unlink(entry, from: &idleEmpty) } else { Self.unlink(entry, from: &idle) }
+    entry.isIdleLinked = false
+  }
+
+  private static func link(_ entry: Entry, into list: inout IdleList, now: Duration) {
+    // Offsets are read before the lock, so two callers may arrive out of order: keep the list
+    // sorted by never going back in time.
+    entry.idleSince = max(now, list.newest?.idleSince ?? now)
+    entry.older = list.newest
+    entry.newer = nil
+    if let newest = list.newest { newest.newer = entry } else { list.oldest = entry }
+    list.newest = entry
+    list.count += 1
+  }
+
+  private static func unlink(_ entry: Entry, from list: inout IdleList) {
+    if let older = entry.older { older.newer = entry.newer } else { list.oldest = entry.newer }
+    if let newer = entry.newer { newer.older = entry.older } else { list.newest = entry.older }
     entry.older = nil
     entry.newer = nil
-    entry.isIdleLinked = false
-    idleCount -= 1
+    list.count -= 1
+  }
+
+  /// Evicts beyond `maximumIdleCount`, entries with nothing to show first.
+  mutating func evictBeyondCount(_ effects: inout Effects) {
+    while idleCount > maximumIdleCount, let oldest = idleEmpty.oldest ?? idle.oldest { evict(oldest, &effects) }
+  }
+
+  /// The entry idle the longest, on either list.
+  var oldestIdle: Entry? {
+    switch (idle.oldest, idleEmpty.oldest) {
+    case (let a?, let b?): a.idleSince <= b.idleSince ? a : b
+    case (let a, let b): a ?? b
+    }
   }
 
   /// Removes an idle entry from the index. The loader's reference is released after the lock; the
@@ -34,7 +75,7 @@ extension ContentLoaderState {
   }
 
   /// The sweeper woke: evicts the entries idle for `idleTimeout` or longer. Returns when to wake
-  /// next, or `nil` when the idle list is empty and the sweeper stops.
+  /// next, or `nil` when the idle lists are empty and the sweeper stops.
   mutating func sweep(now: Duration) -> (next: Duration?, Effects) {
     var effects = Effects()
     guard let timeout = idleTimeout, !isShutDown else {

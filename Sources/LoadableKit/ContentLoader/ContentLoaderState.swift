@@ -64,9 +64,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
   var index: [Key: Entry] = [:]
   var handedOut: [Key: HandedOut] = [:]
-  var oldestIdle: Entry?
-  var newestIdle: Entry?
-  var idleCount = 0
+  var idle = IdleList()
+  var idleEmpty = IdleList()
   var sweeperRunning = false
   var sweeperTask: Task<Void, Never>?
   var eventSinks: [UInt64: AsyncStream<Event>.Continuation] = [:]
@@ -250,6 +249,21 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     return effects
   }
 
+  /// `refresh(where:)` (`loading`) and `invalidate(where:)`, for the keys the predicate chose.
+  mutating func refresh(_ keys: [Key], loading: Bool) -> Effects {
+    var effects = Effects()
+    for key in keys {
+      guard let entry = index[key] else { continue }
+      if loading {
+        refresh(entry, &effects)
+      } else {
+        entry.isStale = true
+        entry.refreshMark = makeID()
+      }
+    }
+    return effects
+  }
+
   private mutating func refresh(_ entry: Entry, _ effects: inout Effects) {
     entry.isStale = true
     entry.refreshMark = makeID()
@@ -327,7 +341,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     let isIdle = entry.claimCount == 0 && entry.shown?.status != .loading && entry.graceTimer == nil
     if isIdle && !entry.isIdleLinked {
       linkIdle(entry, now: now)
-      while idleCount > maximumIdleCount, let oldest = oldestIdle { evict(oldest, &effects) }
+      evictBeyondCount(&effects)
       if let timeout = idleTimeout, !sweeperRunning, let oldest = oldestIdle {
         sweeperRunning = true
         effects.startSweeper = oldest.idleSince + timeout
@@ -391,9 +405,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     }
     index.removeAll()
     handedOut.removeAll()
-    oldestIdle = nil
-    newestIdle = nil
-    idleCount = 0
+    idle = IdleList()
+    idleEmpty = IdleList()
     for sink in eventSinks.values { enqueue(.finishEvents(sink), &effects) }
     eventSinks.removeAll()
     return effects
