@@ -63,4 +63,38 @@ struct ContentLoaderListTests {
     #expect(try await fetch.outcome == "three")
     next.end()
   }
+
+  @Test func aValueOlderThanStaleAfterIsShownAndRefreshedAtTheNextClaim() async throws {
+    let source = KeyedSource()
+    let clock = TestClock()
+    let loader = Loader(
+      staleAfter: .seconds(60), clock: clock, load: { try await source.load($0) })
+    let first = loader.begin(1)
+    await source.waitForStarts(1)
+    source.resolve(1, "one", version: 1)
+    await eventually { loader.snapshot(for: 1)?.status == .loaded }
+    first.end()
+
+    await clock.advance(by: .seconds(59))
+    loader.begin(1).end()  // fresh: no load
+    #expect(source.stats.started == 1)
+    #expect(try await loader.loadable(for: 1).fetchIfNeeded() == "one")
+
+    await clock.advance(by: .seconds(1))
+    let stale = loader.begin(1)  // stale: shown at once, and refreshed
+    #expect(stale.snapshot.status == .loading && stale.snapshot.value == "one")
+    await source.waitForStarts(2)
+    source.resolve(1, "two", version: 2)
+    await eventually { stale.snapshot.value == "two" }
+    stale.end()
+    // The age counts from the end of the load: fresh again.
+    loader.begin(1).end()
+    #expect(source.stats.started == 2)
+    // The loadable sees the age too.
+    await clock.advance(by: .seconds(60))
+    let fetch = Task { try await loader.loadable(for: 1).fetchIfNeeded() }
+    await source.waitForStarts(3)
+    source.resolve(1, "three", version: 3)
+    #expect(try await fetch.outcome == "three")
+  }
 }

@@ -53,11 +53,18 @@ extension ContentLoader {
     var prior: (value: Value, version: Version)?
     /// The version of the content that the loadable's `contentVersion` counter names: the
     /// current content, and the one the attempt running may produce.
-    var slots: [(counter: UInt64, version: Version)] = []
+    var slots: [(counter: UInt64, version: Version, loadedAt: Duration)] = []
 
     func version(at counter: UInt64) -> Version? {
       for slot in slots where slot.counter == counter { return slot.version }
       return counter == 0 ? prior?.version : nil
+    }
+
+    /// When the content the counter names was loaded (or confirmed by a load), on the loader's
+    /// timeline; `nil` for the prior value.
+    func loadedAt(_ counter: UInt64) -> Duration? {
+      for slot in slots where slot.counter == counter { return slot.loadedAt }
+      return nil
     }
 
     /// Applies the version rule to a load's result: a result not newer than the value held —
@@ -65,7 +72,7 @@ extension ContentLoader {
     /// the attempt returns under the counter it will have; returns that value and the versions
     /// let go of (released by the caller, outside the lock).
     mutating func keep(
-      _ loaded: (value: Value, version: Version), counter: UInt64, content: Value?
+      _ loaded: (value: Value, version: Version), counter: UInt64, content: Value?, now: Duration
     ) -> (Value, [Version]) {
       let held = counter > 0 ? content : prior?.value
       var kept = loaded
@@ -78,7 +85,7 @@ extension ContentLoader {
         dropped.append(slot.version)
         return true
       }
-      slots.append((counter &+ 1, kept.version))
+      slots.append((counter &+ 1, kept.version, now))
       return (kept.value, dropped)
     }
   }
@@ -92,6 +99,8 @@ extension ContentLoader {
     let loadValue: @Sendable (Key) async throws -> (value: Value, version: Version)
     weak var loader: ContentLoader?
     let versions: Mutex<Versions>
+    /// The loader's timeline, when values go stale by age.
+    let clock: Timeline?
 
     // Under the loader's lock:
     var claimCount = 0
@@ -120,9 +129,10 @@ extension ContentLoader {
 
     init(
       loader: ContentLoader, key: Key, prior: (value: Value, version: Version)?,
-      load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version)
+      load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version), clock: Timeline?
     ) {
       self.key = key
+      self.clock = clock
       self.loadValue = load
       self.loader = loader
       self.versions = Mutex(Versions(prior: prior))
@@ -147,16 +157,28 @@ extension ContentLoader {
     override func performLoad() async throws -> Value {
       loader?.changed(self)  // a loadable loading out of the index becomes the key's entry again
       let loaded = try await loadValue(key)
+      let now = clock?.now() ?? .zero
       let (counter, content) = versionedContent()
-      let (value, dropped) = versions.withLock(owner: self) { $0.keep(loaded, counter: counter, content: content) }
+      let (value, dropped) = versions.withLock(owner: self) {
+        $0.keep(loaded, counter: counter, content: content, now: now)
+      }
       _ = dropped
       return value
     }
 
-    /// Stale after a refresh, too.
+    /// Stale after a refresh or an invalidation, and when older than the loader's `staleAfter`.
     override var needsSync: Bool {
       if super.needsSync { return true }
-      return loader?.withState { _ in isStale } ?? false
+      guard let loader else { return false }
+      let expiredBefore = loader.expiryThreshold()
+      return loader.withState { _ in isStale || isExpired(before: expiredBefore) }
+    }
+
+    /// Whether the current content was loaded before `threshold` (under the loader's lock).
+    func isExpired(before threshold: Duration?) -> Bool {
+      guard let threshold, let counter = shown?.contentVersion, counter > 0 else { return false }
+      guard let loadedAt = versions.withLock(owner: self, { $0.loadedAt(counter) }) else { return false }
+      return loadedAt <= threshold
     }
   }
 }

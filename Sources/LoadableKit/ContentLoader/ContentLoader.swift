@@ -55,6 +55,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   let timeline: Timeline
   let gracePeriod: Duration
   let tracksIdleTime: Bool
+  /// How old a value may be before its next first claim refreshes it; `nil` never.
+  let staleAfter: Duration?
 
   /// Creates a loader.
   ///
@@ -67,8 +69,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///   - maximumIdleCount: How many idle entries are kept; beyond it the least recently used are
   ///     evicted at once. `0` evicts every entry as soon as it is idle. A negative value counts
   ///     as `0`.
-  ///   - clock: The clock that measures `gracePeriod` and `idleTimeout`. Tests pass a
-  ///     `TestClock` from `LoadableKitTesting`.
+  ///   - staleAfter: How old a loaded value may get before it is *stale*: a stale value is shown
+  ///     at once, and refreshed at the key's next first claim (or its loadable's next
+  ///     `fetchIfNeeded()`). Its age counts from the end of the load that produced or confirmed
+  ///     it, on `clock`. `nil`, the default, never makes a value stale by age. A negative value
+  ///     counts as `.zero`.
+  ///   - clock: The clock that measures `gracePeriod`, `idleTimeout` and `staleAfter`. Tests pass
+  ///     a `TestClock` from `LoadableKitTesting`.
   ///   - existingValue: The data source's synchronous hook for a value that exists already
   ///     (a memory or disk cache), with its version, or `nil`. It is called, outside any lock,
   ///     when an entry is made for a key; the value is shown while the first load runs.
@@ -81,6 +88,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     gracePeriod: Duration = .zero,
     idleTimeout: Duration? = .seconds(300),
     maximumIdleCount: Int = 500,
+    staleAfter: Duration? = nil,
     clock: any Clock<Duration> = ContinuousClock(),
     existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
     load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version)
@@ -90,6 +98,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     state = Mutex(State(gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: max(maximumIdleCount, 0)))
     self.gracePeriod = gracePeriod
     tracksIdleTime = idleTimeout != nil
+    self.staleAfter = staleAfter.map { max($0, .zero) }
     timeline = Timeline(clock)
     self.existingValue = existingValue
     self.loadValue = load
@@ -131,11 +140,12 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
 
   func begin(_ key: Key, sink: Sink?) -> Claim {
     let claim = Claim(loader: self, key: key, id: nextUniqueID())
+    let expiredBefore = expiryThreshold()
     var fresh: KeyedLoadable?
     while true {
       let (begun, effects) = withState { state -> (Bool, State.Effects) in
         var effects = State.Effects()
-        let begun = state.begin(claim, sink: sink, fresh: fresh, &effects)
+        let begun = state.begin(claim, sink: sink, fresh: fresh, expiredBefore: expiredBefore, &effects)
         return (begun, effects)
       }
       perform(effects)
@@ -157,7 +167,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
 
   /// A new entry for `key`, made outside the lock: the `existingValue` hook is user code.
   func makeEntry(_ key: Key) -> KeyedLoadable {
-    let entry = KeyedLoadable(loader: self, key: key, prior: existingValue(key), load: loadValue)
+    let entry = KeyedLoadable(
+      loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline)
     entry.observeForLoader(self)
     return entry
   }
@@ -258,6 +269,11 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// Runs `body` on the state under the lock (made visible to ThreadSanitizer).
   func withState<Result>(_ body: (inout sending State) -> sending Result) -> sending Result {
     state.withLock(owner: self, body)
+  }
+
+  /// With `staleAfter`: values loaded before this offset are stale. Read before taking the lock.
+  func expiryThreshold() -> Duration? {
+    staleAfter.map { timeline.now() - $0 }
   }
 
   /// The time for the idle list, read before taking the lock; only needed with an idle timeout.

@@ -148,7 +148,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// freshly loaded starts an attempt that only the claims want; on an entry that is loading, it
   /// adds the claims' interest to the running attempt. Returns `false` when the key has no entry
   /// and `fresh` is `nil`.
-  mutating func begin(_ claim: Loader.Claim, sink: Loader.Sink?, fresh: Entry?, _ effects: inout Effects) -> Bool {
+  mutating func begin(
+    _ claim: Loader.Claim, sink: Loader.Sink?, fresh: Entry?, expiredBefore: Duration?, _ effects: inout Effects
+  ) -> Bool {
     guard let entry = entry(for: claim.key, fresh: fresh, &effects) else { return false }
     claim.entry = entry
     entry.claimCount += 1
@@ -159,7 +161,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       }
       if entry.held == nil {
         let isLoaded = entry.statusMirror.load(ordering: .acquiring) == LoadStatus.loaded.code
-        addInterest(entry, starting: isLoaded && !entry.isStale ? nil : .load, &effects)
+        // A refreshed key refreshes its dependencies too; a value that only got old asks them
+        // for theirs if needed.
+        let intent: LoadIntent? =
+          !isLoaded ? .load : entry.isStale ? .refresh : entry.isExpired(before: expiredBefore) ? .ifNeeded : nil
+        addInterest(entry, starting: intent, &effects)
       }
     }
     settle(entry, now: .zero, &effects)  // claimed: the entry cannot go idle here
