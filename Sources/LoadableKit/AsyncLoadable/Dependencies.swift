@@ -215,7 +215,7 @@ enum WaitGraph {
     if cycle {
       throw LoadableError(
         code: .dependencyCycle,
-        message: "\(type(of: from)) waits for \(type(of: to)), which is already waiting for it")
+        message: "\(LoadableNames.name(of: from)) waits for \(LoadableNames.name(of: to)), which is already waiting for it")
     }
     return edge
   }
