@@ -100,12 +100,18 @@ final class AttemptContext: Sendable {
 
   let owner: AnyObject & Sendable
   let intent: LoadIntent
+  /// The running attempt's identifier (0 outside an attempt), the parent of the attempts it asks for.
+  let attemptID: UInt64
+  /// Reports the attempt's retries when an instrument is installed.
+  let probe: AttemptProbe?
   /// Dependencies that already received this attempt's intent.
   private let claimed = Mutex<Set<ObjectIdentifier>>([])
 
-  init(owner: AnyObject & Sendable, intent: LoadIntent) {
+  init(owner: AnyObject & Sendable, intent: LoadIntent, attemptID: UInt64 = 0, probe: AttemptProbe? = nil) {
     self.owner = owner
     self.intent = intent
+    self.attemptID = attemptID
+    self.probe = probe
   }
 
   /// The request for `dependency`: the attempt's intent the first time, a plain load after that.
