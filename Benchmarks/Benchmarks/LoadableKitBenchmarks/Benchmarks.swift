@@ -14,4 +14,5 @@ let benchmarks: @Sendable () -> Void = {
   registerContentLoaderBenchmarks()   // 5. claims and key churn
   registerJobBenchmarks()             // 6. progress reports and pause points
   registerCancellationBenchmarks()    // 7. a waiter cancelling
+  registerInstrumentBenchmarks()      // 8. the hot path and coalescing with and without an instrument
 }

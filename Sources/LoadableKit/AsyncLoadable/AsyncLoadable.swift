@@ -334,7 +334,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         case .failure(let error): continuation.resume(throwing: error)
         case .joined(let task): task?.escalatePriority(to: Task.currentPriority)
         case .none: break
-        case .started(let attempt): launch(attempt)
+        case .started(let attempt): launch(attempt, parent: context)
         }
         AttemptContext.outside { deliver(event, contentChanged: false) }
       }
@@ -349,6 +349,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   final func submit(_ request: LoadRequest, completion: LoadStateMachine<Content>.Completion?) {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     let waiter = completion.map { (nextUniqueID(), LoadStateMachine<Content>.Waiter.completion($0)) }
+    let parent = LoadInstrumentation.isActive ? AttemptContext.current : nil  // for the instruments
     let (decision, event) = withState {
       $0.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
     }
@@ -360,23 +361,30 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       case .joined, .none: break
       // Started last, so that a fast attempt cannot call the completion handler while this call
       // is still delivering the status change.
-      case .started(let attempt): launch(attempt)
+      case .started(let attempt): launch(attempt, parent: parent)
       }
     }
   }
 
   /// Starts the task of a new attempt. The task keeps the loadable alive until it ends.
-  final func launch(_ attempt: LoadStateMachine<Content>.Attempt) {
+  /// `parent` is the attempt that asked for it, if any (for the instruments).
+  final func launch(_ attempt: LoadStateMachine<Content>.Attempt, parent: AttemptContext? = nil) {
+    // Reports the start to the installed instruments; one atomic load when there are none.
+    let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
     let task = TaskLaunch.start {
       await withUnsafeContinuation { continuation in
         if self.state.withLock(owner: self, { $0.enterGate(continuation) }) { continuation.resume() }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
-      let result = await self.runAttempt(attempt)
-      let (effects, next) = self.withState { state in
-        (state.finish(attempt, with: result, now: .now), state.leaveGate())
+      let result = await self.runAttempt(attempt, probe: probe)
+      let (facts, effects, next) = self.withState { state in
+        (
+          probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now),
+          state.leaveGate()
+        )
       }
       next?.resume()
+      if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
       self.perform(effects)
     }
     if withState({ $0.attach(task, to: attempt) }) { task.cancel() }
@@ -384,8 +392,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
   /// visible to ``loadDependency(_:)``.
-  final func runAttempt(_ attempt: LoadStateMachine<Content>.Attempt) async -> Result<Content, any Error> {
-    let context = AttemptContext(owner: self, intent: attempt.intent)
+  final func runAttempt(
+    _ attempt: LoadStateMachine<Content>.Attempt, probe: AttemptProbe?
+  ) async -> Result<Content, any Error> {
+    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
     // Published so that a wait closing a cycle through this attempt can find it.
     guard state.withLock(owner: self, { state in
       guard state.attempt === attempt else { return false }
