@@ -23,6 +23,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
 csvs=()
+run_status=0
 mode="table"
 befores=()
 passthrough=()
@@ -39,15 +40,23 @@ if [ ${#csvs[@]} -eq 0 ]; then
   mkdir -p "$here/.benchmarkBaselines"
   csv="$here/.benchmarkBaselines/last-run.csv"
   # `influx` is package-benchmark's CSV export: raw values (ns, counts, bytes) per percentile.
+  # A benchmark that crashes or fails a precondition ends only its own process: the run goes on,
+  # its rows print "—", and compare.sh exits with the run's status after printing.
   swift package --package-path "$here" benchmark \
-    --format influx --path stdout --no-progress ${passthrough[@]+"${passthrough[@]}"} > "$csv.tmp"
+    --format influx --path stdout --no-progress ${passthrough[@]+"${passthrough[@]}"} > "$csv.tmp" || run_status=$?
   mv "$csv.tmp" "$csv"
   csvs=("$csv")
 elif [ ${#passthrough[@]} -gt 0 ]; then
   echo "compare.sh: with --csv nothing runs, so ${passthrough[*]} is ignored" >&2
 fi
 
+status=0
 case "$mode" in
-  table|check) python3 "$here/Tools/ratios.py" "$mode" "${csvs[@]}" ;;
-  against) python3 "$here/Tools/ratios.py" against "${befores[@]}" -- "${csvs[@]}" ;;
+  table|check) python3 "$here/Tools/ratios.py" "$mode" "${csvs[@]}" || status=$? ;;
+  against) python3 "$here/Tools/ratios.py" against "${befores[@]}" -- "${csvs[@]}" || status=$? ;;
 esac
+if [ "$run_status" -ne 0 ]; then
+  echo "compare.sh: the benchmark run failed (status $run_status): a benchmark crashed or failed; see above" >&2
+  exit "$run_status"
+fi
+exit "$status"

@@ -126,6 +126,17 @@ case "claim":
   while holder.snapshot.status != .loaded { await Task.yield() }
   for _ in 0..<count { loader.begin(0).end() }
   holder.end()
+case "keys":
+  // `count` keys claimed in a ContentLoader, waited for until loaded, then released
+  // (Benchmarks' ContentLoaderKeys.swift).
+  let loader = ContentLoader<Int, Int, Int>(load: { key in (key, 1) })
+  var claims: [ContentLoader<Int, Int, Int>.Claim] = []
+  claims.reserveCapacity(count)
+  for key in 0..<count { claims.append(loader.begin(key)) }
+  for claim in claims {
+    while claim.snapshot.status != .loaded { await Task.yield() }
+  }
+  for claim in claims { claim.end() }
 case "graph":
   // `count` loads of a fresh map graph (Benchmarks' Graph.swift): 1 map, 50 layers, each over a
   // table and an item, one shared portal.
@@ -146,6 +157,6 @@ case "progress":
   let output = try await job.output
   precondition(output == count)
 default:
-  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip|claim|graph|progress [count] [victims]")
+  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip|claim|keys|graph|progress [count] [victims]")
 }
 }
