@@ -34,19 +34,31 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     case idle, running, backingOff
   }
 
-  /// What to do after leaving the lock, in this order: cancel the task, resume parked callers,
-  /// resume settle waiters, resume output waiters with `result`, launch a run, notify observation,
-  /// drain observers.
+  /// What to do after leaving the lock, in the one order every engine of LoadableKit uses:
+  /// (1) cancel the task; (2) tell observation (`changes`) and the observers (`drain`);
+  /// (3) resume the waiters: parked callers, settle waiters, output waiters with `result`; then
+  /// launch a run; (4) release what the state let go of (`released`), last, when the effects are
+  /// destroyed.
   struct Effects: Sendable {
     var cancelTask: Task<Void, Never>?
+    var changes: JobChanges = []
+    var drain = false
     var resumeParked: [Park] = []
     var cancelParked: [Park] = []
     var settled: [SettleWaiter] = []
     var outputWaiters: [OutputWaiter] = []
     var result: Result<Output, any Error>?
     var launch: UInt64?
-    var changes: JobChanges = []
-    var drain = false
+    /// User values the state replaced or dropped: destroyed with the effects, after the lock is
+    /// released, because their `deinit` is user code that may read the job.
+    var released = Released()
+  }
+
+  /// What a transition let go of.
+  struct Released: Sendable {
+    var checkpoint: Checkpoint?
+    var error: (any Error)?
+    var observers: [ObserverEntry] = []
   }
 
   enum CancelOutcome: Equatable, Sendable {
@@ -64,7 +76,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     case proceed, cancel, parked
   }
 
-  struct ObserverEntry {
+  struct ObserverEntry: Sendable {
     var handler: Observer
     var pending: [JobDelivery<Output>]
   }
@@ -73,7 +85,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private(set) var checkpoint: Checkpoint?
   /// Counts saved checkpoints; the transient-error window restarts when it changes.
   private(set) var checkpointGeneration: UInt64 = 0
-  private(set) var messages: [JobMessage]
+  private(set) var messageLog: JobMessageLog
+  var messages: [JobMessage] { messageLog.messages }
   private(set) var error: (any Error)?
   /// The job's result once it finished.
   private(set) var result: Result<Output, any Error>?
@@ -95,12 +108,12 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// A restored job's `status` is `.notStarted`, `.paused`, `.succeeded` or `.failed`; a finished
   /// one gets `result` (a failure: outputs are not persisted).
   init(
-    status: JobStatus = .notStarted, checkpoint: Checkpoint? = nil, messages: [JobMessage] = [],
+    status: JobStatus = .notStarted, checkpoint: Checkpoint? = nil, messages: JobMessageLog = JobMessageLog(limit: 1_000),
     error: (any Error)? = nil, progress: Double = 0, result: Result<Output, any Error>? = nil
   ) {
     self.status = status
     self.checkpoint = checkpoint
-    self.messages = messages
+    self.messageLog = messages
     self.error = error
     self.progress = progress
     self.publishedProgress = progress
@@ -108,7 +121,9 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   }
 
   var snapshot: JobSnapshot {
-    JobSnapshot(status: status, fractionCompleted: progress, messages: messages, error: error)
+    JobSnapshot(
+      status: status, fractionCompleted: progress, messages: messages, error: error,
+      droppedMessageCount: messageLog.droppedCount)
   }
 
   /// Paused with work in progress that has not reached a pause point yet.
@@ -231,10 +246,14 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   // MARK: - The context
 
-  mutating func saveCheckpoint(_ checkpoint: Checkpoint) {
-    guard !status.isFinished else { return }
+  /// Records `checkpoint`; the one it replaces is released with the returned effects.
+  mutating func saveCheckpoint(_ checkpoint: Checkpoint) -> Effects {
+    var effects = Effects()
+    guard !status.isFinished else { return effects }
+    effects.released.checkpoint = self.checkpoint
     self.checkpoint = checkpoint
     checkpointGeneration &+= 1
+    return effects
   }
 
   mutating func post(_ message: JobMessage) -> Effects {
@@ -289,7 +308,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     return startDraining()
   }
 
-  mutating func removeObserver(_ id: UInt64) {
+  /// Removes an observer; its handler and pending deliveries are released with the returned entry.
+  mutating func removeObserver(_ id: UInt64) -> ObserverEntry? {
     observers.removeValue(forKey: id)
   }
 
@@ -311,10 +331,10 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     return batch
   }
 
-  /// Removes every observer, for the job's `deinit`.
-  mutating func detachObservers() -> [Observer] {
+  /// Removes every observer, for the job's `deinit`; they are released with the returned array.
+  mutating func detachObservers() -> [ObserverEntry] {
     defer { observers.removeAll() }
-    return observers.values.map(\.handler)
+    return Array(observers.values)
   }
 
   // MARK: - Helpers
@@ -334,6 +354,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
       progress = 1
       setStatus(.succeeded, &effects)
     case .failure(let failure):
+      effects.released.error = error
       error = failure
       setStatus(.failed, &effects)
     }
@@ -357,7 +378,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   }
 
   private mutating func append(_ message: JobMessage, _ effects: inout Effects) {
-    messages.append(message)
+    messageLog.append(message)
     emit(.message(message), &effects)
     effects.changes.insert(.messages)
   }
