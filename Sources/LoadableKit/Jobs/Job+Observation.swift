@@ -42,6 +42,7 @@ extension Job {
     let id = addObserver { delivery in
       switch delivery {
       case .event(let event): continuation.yield(event)
+      case .checkpointSaved: break
       case .end: continuation.finish()
       }
     }
@@ -84,7 +85,7 @@ extension Job {
       switch delivery {
       case .event(.snapshot(let snapshot)): statusHandler?(snapshot.status)
       case .event(.status(let status)): statusHandler?(status)
-      case .event: break
+      case .event, .checkpointSaved: break
       case .end(let result): completion(result ?? .failure(CancellationError()))
       }
     }

@@ -13,14 +13,19 @@ extension Job {
   /// - Throws: ``JobError`` with ``JobError/Code/encodingFailed`` when the work or its checkpoint
   ///   does not encode.
   public func toJSON() throws -> Data {
-    let snapshot = withState { state in (state.snapshot, state.checkpoint, state.messageLog.limit) }
+    try encodeJSON().data
+  }
+
+  /// The JSON form and the generation of the checkpoint it holds, read in one step.
+  func encodeJSON() throws -> (data: Data, generation: UInt64) {
+    let snapshot = withState { state in (state.snapshot, state.checkpoint, state.messageLog.limit, state.checkpointGeneration) }
     let envelope = JobEnvelope(
       schemaVersion: JobJSON.schemaVersion, kind: Work.kind, parameters: work, status: snapshot.0.status,
       checkpoint: snapshot.1, fractionCompleted: snapshot.0.fractionCompleted, messages: snapshot.0.messages,
       messageLimit: snapshot.2, droppedMessageCount: snapshot.0.droppedMessageCount,
       error: snapshot.0.error.map(PersistedJobError.init))
     do {
-      return try JobJSON.encoder().encode(envelope)
+      return (try JobJSON.encoder().encode(envelope), snapshot.3)
     } catch {
       throw JobError(code: .encodingFailed, message: "the job could not be encoded: \(error)", underlyingError: error)
     }

@@ -272,7 +272,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
       if state.progress.bitPattern > before {
         _ = signals.progressBits.max(state.progress.bitPattern, ordering: .relaxed)
       }
-      signals.gate.store(state.status == .started, ordering: .releasing)
+      signals.gate.store(state.pausePointsOpen, ordering: .releasing)
       return result
     }
   }

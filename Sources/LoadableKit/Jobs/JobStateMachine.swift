@@ -2,6 +2,8 @@
 /// (`nil` when the job was deallocated before it finished).
 enum JobDelivery<Output: Sendable>: Sendable {
   case event(JobEvent)
+  /// The work saved a checkpoint (for a ``JobManager``, which stores it).
+  case checkpointSaved
   case end(Result<Output, any Error>?)
 }
 
@@ -102,6 +104,11 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private var settleWaiters: [UInt64: SettleWaiter] = [:]
   private var observers: [UInt64: ObserverEntry] = [:]
   private var isDraining = false
+  /// Whether a store must confirm each checkpoint before the work goes past its next pause point
+  /// (a ``JobManager`` holds the job).
+  private var durabilityRequired = false
+  /// The newest checkpoint generation the store confirmed.
+  private var durableGeneration: UInt64 = 0
 
   /// A new job, or one restored from JSON.
   ///
@@ -126,6 +133,12 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
       droppedMessageCount: messageLog.droppedCount)
   }
 
+  /// A checkpoint is saved that the store has not confirmed yet: pause points hold the work.
+  var awaitingDurability: Bool { durabilityRequired && durableGeneration < checkpointGeneration }
+
+  /// Whether a pause point may return at once: the job runs and its last checkpoint is stored.
+  var pausePointsOpen: Bool { status == .started && !awaitingDurability }
+
   /// Paused with work in progress that has not reached a pause point yet.
   var isUnsettled: Bool { status == .paused && activity == .running && parked.isEmpty }
 
@@ -141,7 +154,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
       setStatus(.started, &effects)
       if activity == .idle {
         launch(&effects)
-      } else {
+      } else if !awaitingDurability {
         effects.resumeParked = Array(parked.values)
         parked.removeAll()
       }
@@ -212,6 +225,9 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     var effects = Effects()
     guard !taskIsCancelled else { return (.cancel, effects) }
     switch status {
+    case .started where awaitingDurability:
+      parked[id] = park
+      return (.parked, effects)
     case .started:
       return (.proceed, effects)
     case .paused where activity != .idle:
@@ -253,6 +269,33 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     effects.released.checkpoint = self.checkpoint
     self.checkpoint = checkpoint
     checkpointGeneration &+= 1
+    if !observers.isEmpty {
+      for index in observers.indices { observers.values[index].pending.append(.checkpointSaved) }
+      if startDraining() { effects.drain = true }
+    }
+    return effects
+  }
+
+  // MARK: - Durability
+
+  /// Makes pause points wait for the store to confirm each checkpoint, or stops doing so.
+  mutating func requireDurability(_ required: Bool) -> Effects {
+    durabilityRequired = required
+    durableGeneration = checkpointGeneration
+    return releaseDurabilityWaiters()
+  }
+
+  /// The store holds the checkpoints up to `generation`; work held at a pause point goes on.
+  mutating func markDurable(_ generation: UInt64) -> Effects {
+    durableGeneration = max(durableGeneration, generation)
+    return releaseDurabilityWaiters()
+  }
+
+  private mutating func releaseDurabilityWaiters() -> Effects {
+    var effects = Effects()
+    guard pausePointsOpen, !parked.isEmpty else { return effects }
+    effects.resumeParked = Array(parked.values)
+    parked.removeAll()
     return effects
   }
 
