@@ -16,7 +16,7 @@ let package = Package(
       name: "LoadableKitTests",
       dependencies: [
         "LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode", "OfflineMapJob",
-        "Thumbnails",
+        "Thumbnails", "ServerJobs",
       ]
     ),
 
@@ -36,6 +36,9 @@ let package = Package(
       exclude: ["README.md"]),
     .executableTarget(
       name: "Thumbnails", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/Thumbnails",
+      exclude: ["README.md"]),
+    .executableTarget(
+      name: "ServerJobs", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/ServerJobs",
       exclude: ["README.md"]),
     // The playgrounds' simulated services (latency, outages) over the JSON files in its Data/.
     .target(
