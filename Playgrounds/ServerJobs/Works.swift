@@ -59,6 +59,13 @@ struct GenerateOfflineMap: JobWork {
       serverMessageSource: "job service")
     return try await runner.run(submitting: JobRequest(task: "GenerateOfflineMap", parameters: ["area": area]), in: context)
   }
+
+  /// A `503` from the job service is transient: the job runs the work again after 50 ms, 100 ms…
+  /// and the runner asks for the status at once, without submitting again. Options hold a closure
+  /// and are not saved: a restored job is given them again.
+  static let options = JobOptions(
+    isTransient: { ($0 as? ServiceError)?.code == 503 },
+    backoff: .exponential(initial: .milliseconds(50), maximum: .milliseconds(200)))
 }
 
 /// A job that runs on this device: fetch the basemap tiles of an area, one per unit, logging each

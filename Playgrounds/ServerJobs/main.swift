@@ -14,7 +14,12 @@ import LoadableKit
 
 let folder = arguments.folder
 let jobsFolder = folder.appendingPathComponent("jobs")
-let registry = JobRegistry(GenerateOfflineMap.self, FetchBasemapTiles.self)
+let registry = {
+  var registry = JobRegistry()
+  registry.register(GenerateOfflineMap.self, options: GenerateOfflineMap.options)
+  registry.register(FetchBasemapTiles.self)
+  return registry
+}()
 
 if arguments.resume {
   exit(await resume())
@@ -32,8 +37,10 @@ print("ServerJobs: a job on the server and a job on this device, saved, quit and
 print("(simulated job service and tile service; files in \(folder.path))")
 
 printStep("1. Start the offline map on the job service")
-let offlineMap = Job(GenerateOfflineMap(area: "Downtown Redlands"))
+let offlineMap = Job(GenerateOfflineMap(area: "Downtown Redlands"), options: GenerateOfflineMap.options)
 let serverMessages = printMessages(of: offlineMap, as: "offline map")
+jobService.server.scheduleOutage(after: 2, failing: 2)
+print("    The job service will answer 2 requests, then fail 2 with 503 Service Unavailable.")
 offlineMap.start()
 await waitUntil(offlineMap, reaches: 0.25)
 print("    the server's job \(offlineMap.serverJobID ?? "?") is \(offlineMap.checkpoint?.lastState.rawValue ?? "?"),"
@@ -43,12 +50,12 @@ printStep("2. Fetch the basemap tiles here")
 let tiles = Job(
   FetchBasemapTiles(
     mapService: "https://services.redlands.example/arcgis/rest/services/Basemaps/RedlandsTopographic/MapServer",
-    extent: Extent(xmin: -117.195, ymin: 34.045, xmax: -117.170, ymax: 34.065), levels: 12...15,
+    extent: Extent(xmin: -117.195, ymin: 34.045, xmax: -117.170, ymax: 34.065), levels: 12...16,
     log: folder.appendingPathComponent("writes.log").path))
 let tileCount = tiles.work.tiles.count
 let tileMessages = printMessages(of: tiles, as: "tiles")
 tiles.start()
-await waitUntil(tiles, reaches: 0.5)
+await waitUntil(tiles, reaches: 0.25)
 
 printStep("3. The app quits mid-way: pause both jobs, save them, exit")
 for job in [offlineMap, tiles] as [any JobHandle] { job.pause() }

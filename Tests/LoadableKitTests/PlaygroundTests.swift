@@ -627,12 +627,19 @@ struct ServerJobsPlaygroundTests {
     #expect(quit.first?.hasPrefix("offline-map.json: paused, server job j1,") == true)
     let tilesLine = try #require(quit.first { $0.hasPrefix("basemap-tiles.json: paused, checkpoint ") })
     let checkpoint = try #require(Int(tilesLine.split(separator: " ")[3]))
-    #expect((8..<16).contains(checkpoint), "saved mid-way: \(tilesLine)")
+    #expect((10..<41).contains(checkpoint), "saved mid-way: \(tilesLine)")
     #expect(first.hasSuffix("    swift run ServerJobs --resume \(folder.path)\n"))
     let firstRequests = try requests()
     #expect(firstRequests.first == "submit GenerateOfflineMap → j1")
-    #expect(firstRequests.dropFirst().allSatisfy { $0 == "status j1 → executing" }, "\(firstRequests)")
-    #expect(firstRequests.count >= 2)
+    // Two polls fail with 503: the job retries each after a backoff, polling at once, never submitting again.
+    let unavailable = "status j1 → 503 Service Unavailable"
+    #expect(Array(firstRequests.dropFirst().prefix(3)) == ["status j1 → executing", unavailable, unavailable])
+    #expect(firstRequests.dropFirst(4).allSatisfy { $0 == "status j1 → executing" }, "\(firstRequests)")
+    #expect(firstRequests.count >= 5)
+    let started = lines(first, "▸ 1.")
+    #expect(started.contains("[offline map] LoadableKit: Retry 1 in 0.05 seconds after a transient error: 503 Service Unavailable"))
+    #expect(started.contains("[offline map] LoadableKit: Retry 2 in 0.1 seconds after a transient error: 503 Service Unavailable"))
+    #expect(started.filter { $0 == "[offline map] LoadableKit.ServerJob: Reconnecting to server job j1, last seen executing" }.count == 2)
 
     // The second run, an hour later: the server's job finished meanwhile.
     let (second, secondStatus) = try runPlayground("ServerJobs", arguments: ["--resume", folder.path])
@@ -644,9 +651,9 @@ struct ServerJobsPlaygroundTests {
     let resumed = lines(second, "▸ 2.")
     #expect(resumed.contains("[offline map] LoadableKit.ServerJob: Reconnecting to server job j1, last seen executing"))
     #expect(resumed.contains("[offline map] job service: Succeeded: wrote offline-map.mmpk"))
-    #expect(resumed.contains("[tiles] Continuing from tile \(checkpoint + 1) of 16"))
+    #expect(resumed.contains("[tiles] Continuing from tile \(checkpoint + 1) of 41"))
     #expect(resumed.contains("offline map: succeeded, result offline-map.mmpk, 18,874,368 bytes"))
-    #expect(resumed.contains("tiles: succeeded, 16 tiles, resumed from the checkpoint at tile \(checkpoint)"))
+    #expect(resumed.contains("tiles: succeeded, 41 tiles, resumed from the checkpoint at tile \(checkpoint)"))
     #expect(resumed.contains("the job service's messages in the job, over both runs: 6, each once: true"))
     // The service's log: this run asked for the status once, then fetched the result; never submitted.
     #expect(try requests() == firstRequests + ["status j1 → succeeded", "result j1 → offline-map.mmpk"])
@@ -654,7 +661,7 @@ struct ServerJobsPlaygroundTests {
       "submitted once: true; result fetched once: true",
       "this run asked for the status once, found the job succeeded, and fetched its result: true",
     ])
-    #expect(lines(second, "▸ 4.") == ["16 writes for 16 tiles; every tile fetched exactly once: true"])
+    #expect(lines(second, "▸ 4.") == ["41 writes for 41 tiles; every tile fetched exactly once: true"])
 
     // Once more: both jobs were saved finished, and the service is asked nothing.
     let (third, thirdStatus) = try runPlayground("ServerJobs", arguments: ["--resume", folder.path])
