@@ -50,6 +50,25 @@ struct ServerJobRunnerTests {
     #expect(job.fractionCompleted == 1)
   }
 
+  @Test func aJobManagerStoresTheServerJobIDBeforeTheFirstPoll() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    let store = MemoryJobStore()
+    let manager = try JobManager(registry: registry, store: store, clock: clock)
+    let job = Job(work, options: JobOptions(clock: clock))
+    let id = try manager.add(job).id
+    job.start()
+    await clock.waitForSleepers(1)
+    #expect(server.log == ["submit area 51"])
+    let stored = try #require(store.records[id])
+    let restored = try Job<RemoteWork>.fromJSON(stored, options: JobOptions(clock: clock))
+    #expect(restored.serverJobID == "job-1", "stored before the first poll")
+    await job.cancel()
+  }
+
   @Test func postsEachServerMessageOnceAcrossPolls() async throws {
     let (job, server) = makeJob()
     server.update {
@@ -293,6 +312,21 @@ enum FakeJobServers {
 }
 
 struct FakeOutage: Error {}
+
+/// A job store in memory.
+final class MemoryJobStore: JobStore {
+  private let state = Mutex<[String: Data]>([:])
+
+  var records: [String: Data] { state.withLock(owner: self) { $0 } }
+
+  func loadAll() throws -> [JobStoreRecord] {
+    records.map { JobStoreRecord(id: $0.key, data: .success($0.value)) }
+  }
+
+  func save(_ data: Data, id: String) throws { state.withLock(owner: self) { $0[id] = data } }
+  func remove(id: String) throws { state.withLock(owner: self) { _ = $0.removeValue(forKey: id) } }
+  func setAside(id: String) throws {}
+}
 
 /// A server with one job, `job-1`, whose state the test sets; it logs every request.
 final class FakeJobServer: ServerJobService, Sendable {

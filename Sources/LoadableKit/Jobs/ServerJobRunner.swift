@@ -118,6 +118,9 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
       context.post("Submitted: the server's job id is \(id)", source: Self.messageSource)
     }
     do {
+      // With a JobManager, a pause point returns once the checkpoint is stored: the server's job
+      // id is on disk before the first poll.
+      if !reconnecting { try await context.pausePoint() }
       return try await follow(&checkpoint, pollAtOnce: reconnecting, in: context)
     } catch where error is CancellationError || Task.isCancelled {
       throw await cancelOnServer(&checkpoint, in: context)
