@@ -16,7 +16,7 @@ let package = Package(
       name: "LoadableKitTests",
       dependencies: [
         "LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode", "OfflineMapJob",
-        "Thumbnails", "ServerJobs",
+        "Thumbnails", "ServerJobs", "ExampleServices",
       ]
     ),
 

@@ -22,6 +22,14 @@ public struct JobResult: Codable, Sendable, Hashable {
   public var file: String
   public var bytes: Int
   public var parameters: [String: String]
+
+  public init(jobID: String, task: String, file: String, bytes: Int, parameters: [String: String]) {
+    self.jobID = jobID
+    self.task = task
+    self.file = file
+    self.bytes = bytes
+    self.parameters = parameters
+  }
 }
 
 /// The API of the job service: LoadableKit's `ServerJobService` with Codable requests and

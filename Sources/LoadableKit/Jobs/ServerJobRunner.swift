@@ -19,7 +19,8 @@
 /// What the runner does, with the ``Job`` around it:
 ///
 /// - **Submit.** On a first run it submits the request and saves the server's job id as the
-///   checkpoint before anything else, so a job persisted from then on knows its server job.
+///   checkpoint before anything else, so a job persisted from then on knows its server job; in a
+///   ``JobManager`` the next pause point waits until the id is stored.
 ///   The submission runs to its end even when the job is cancelled meanwhile: the job the server
 ///   accepted is then cancelled on the server, never left behind unknown.
 /// - **Poll.** It asks for the status after each delay of ``pollSchedule`` on ``clock`` (by
