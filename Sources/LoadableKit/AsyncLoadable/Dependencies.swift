@@ -28,7 +28,7 @@ extension AsyncLoadable {
   /// map.addDependency(layer, kind: .incidental)           // the map loads without it
   /// ```
   public func addDependency(_ dependency: any Loadable, kind: DependencyKind = .required) {
-    state.withLock(owner: self) { $0.more.dependencies.append((dependency, kind)) }
+    withState { $0.more.dependencies.append((dependency, kind)) }
   }
 
   /// The declared dependencies, in the order they were added, including the parents that
@@ -146,6 +146,10 @@ final class AttemptContext: Sendable {
 
   let owner: any DependencyNode
   let intent: LoadIntent
+  /// The running attempt's identifier, the parent of the attempts it asks for (instruments).
+  let attemptID: UInt64
+  /// Reports the attempt's retries when an instrument is installed.
+  let probe: AttemptProbe?
   /// The task the attempt runs on.
   private let task: UInt
 
@@ -158,9 +162,11 @@ final class AttemptContext: Sendable {
   private let state = Mutex(State())
 
   /// Made on the attempt's own task.
-  init(owner: any DependencyNode, intent: LoadIntent) {
+  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil) {
     self.owner = owner
     self.intent = intent
+    self.attemptID = attemptID
+    self.probe = probe
     self.task = currentTaskIdentity()
   }
 
@@ -189,7 +195,7 @@ final class AttemptContext: Sendable {
       endWait(on: target)
       throw LoadableError(
         code: .dependencyCycle,
-        message: "\(type(of: owner)) waits for \(type(of: target)), which is already waiting for it")
+        message: "\(LoadableNames.name(of: owner)) waits for \(LoadableNames.name(of: target)), which is already waiting for it")
     }
   }
 
