@@ -260,6 +260,9 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     }
   }
 
+  /// The continuations the job holds (parked work, output and settle waiters), for tests.
+  var waiterCountForTesting: Int { state.withLock(owner: self) { $0.waiterCount } }
+
   // MARK: - Effects
 
   /// Runs `body` on the state, with the lock-free progress mirrored in and out, and keeps the

@@ -139,6 +139,9 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// Whether a pause point may return at once: the job runs and its last checkpoint is stored.
   var pausePointsOpen: Bool { status == .started && !awaitingDurability }
 
+  /// The continuations the state holds: parked callers, output and settle waiters.
+  var waiterCount: Int { parked.count + outputWaiters.count + settleWaiters.count }
+
   /// Paused with work in progress that has not reached a pause point yet.
   var isUnsettled: Bool { status == .paused && activity == .running && parked.isEmpty }
 
