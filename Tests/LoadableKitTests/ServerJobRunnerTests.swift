@@ -56,7 +56,7 @@ struct ServerJobRunnerTests {
     FakeJobServers.set(work.id, server: server, clock: clock)
     var registry = JobRegistry()
     registry.register(RemoteWork.self, options: JobOptions(clock: clock))
-    let store = MemoryJobStore()
+    let store = ServerJobTestStore()
     let manager = try JobManager(registry: registry, store: store, clock: clock)
     let job = Job(work, options: JobOptions(clock: clock))
     let id = try manager.add(job).id
@@ -314,7 +314,7 @@ enum FakeJobServers {
 struct FakeOutage: Error {}
 
 /// A job store in memory.
-final class MemoryJobStore: JobStore {
+final class ServerJobTestStore: JobStore {
   private let state = Mutex<[String: Data]>([:])
 
   var records: [String: Data] { state.withLock(owner: self) { $0 } }
