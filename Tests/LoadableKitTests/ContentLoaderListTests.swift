@@ -97,4 +97,28 @@ struct ContentLoaderListTests {
     source.resolve(1, "three", version: 3)
     #expect(try await fetch.outcome == "three")
   }
+
+  @Test func idleEntriesBeyondTheTotalCostAreEvictedLeastRecentlyUsedFirst() async {
+    let source = KeyedSource()
+    let loader = Loader(
+      idleTimeout: nil, cost: { $0.count }, totalCostLimit: 10, load: { try await source.load($0) })
+    var events = Reader(loader.events)
+    var claims: [Loader.Claim] = []
+    for key in 0..<3 {
+      claims.append(loader.begin(key))
+      await source.waitUntil { $0.pending == 1 }
+      source.resolve(key, "four", version: 1)  // costs 4
+      await eventually { loader.snapshot(for: key)?.status == .loaded }
+    }
+    // 12 > 10, but every entry is claimed: nothing can go.
+    #expect(loader.count == 3)
+    claims[1].end()
+    claims[0].end()  // 1 is the least recently used idle entry
+    #expect(await events.skip(until: event(.evicted(1))).allSatisfy { !$0.hasPrefix("evicted") })
+    #expect(loader.count == 2 && loader.snapshot(for: 0)?.value == "four")
+    claims[2].end()
+    #expect(loader.count == 2)
+  }
 }
+
+private func event(_ event: Loader.Event) -> String { "\(event)" }

@@ -57,6 +57,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   let tracksIdleTime: Bool
   /// How old a value may be before its next first claim refreshes it; `nil` never.
   let staleAfter: Duration?
+  /// The cost of a value, when there is a total cost limit.
+  let cost: (@Sendable (Value) -> Int)?
 
   /// Creates a loader.
   ///
@@ -74,6 +76,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     `fetchIfNeeded()`). Its age counts from the end of the load that produced or confirmed
   ///     it, on `clock`. `nil`, the default, never makes a value stale by age. A negative value
   ///     counts as `.zero`.
+  ///   - cost: The cost of a value — the bytes of an image — for `totalCostLimit`. It is called
+  ///     outside any lock, once per value loaded or supplied as a prior value. `nil`, the default,
+  ///     costs nothing.
+  ///   - totalCostLimit: The most the values the loader holds may cost together; beyond it, idle
+  ///     entries are evicted, those with nothing to show first, then the least recently used.
+  ///     Claimed and loading entries are never evicted, so the total may exceed the limit while
+  ///     they alone exceed it. `nil`, the default, sets no limit.
   ///   - clock: The clock that measures `gracePeriod`, `idleTimeout` and `staleAfter`. Tests pass
   ///     a `TestClock` from `LoadableKitTesting`.
   ///   - existingValue: The data source's synchronous hook for a value that exists already
@@ -89,13 +98,19 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     idleTimeout: Duration? = .seconds(300),
     maximumIdleCount: Int = 500,
     staleAfter: Duration? = nil,
+    cost: (@Sendable (Value) -> Int)? = nil,
+    totalCostLimit: Int? = nil,
     clock: any Clock<Duration> = ContinuousClock(),
     existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
     load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version)
   ) {
     let gracePeriod = max(gracePeriod, .zero)
     let idleTimeout = idleTimeout.map { max($0, .zero) }
-    state = Mutex(State(gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: max(maximumIdleCount, 0)))
+    state = Mutex(
+      State(
+        gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: max(maximumIdleCount, 0),
+        totalCostLimit: cost == nil ? nil : totalCostLimit.map { max($0, 0) }))
+    self.cost = cost
     self.gracePeriod = gracePeriod
     tracksIdleTime = idleTimeout != nil
     self.staleAfter = staleAfter.map { max($0, .zero) }
@@ -168,7 +183,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// A new entry for `key`, made outside the lock: the `existingValue` hook is user code.
   func makeEntry(_ key: Key) -> KeyedLoadable {
     let entry = KeyedLoadable(
-      loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline)
+      loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline,
+      cost: cost)
     entry.observeForLoader(self)
     return entry
   }

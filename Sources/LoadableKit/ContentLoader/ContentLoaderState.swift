@@ -61,6 +61,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   let gracePeriod: Duration
   let idleTimeout: Duration?
   let maximumIdleCount: Int
+  let totalCostLimit: Int?
+  /// What the values of the entries in the index cost together.
+  var totalCost = 0
 
   var index: [Key: Entry] = [:]
   var handedOut: [Key: HandedOut] = [:]
@@ -74,7 +77,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   var nextID: UInt64 = 0
   var isShutDown = false
 
-  init(gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int) {
+  init(gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int, totalCostLimit: Int?) {
+    self.totalCostLimit = totalCostLimit
     self.gracePeriod = gracePeriod
     self.idleTimeout = idleTimeout
     self.maximumIdleCount = maximumIdleCount
@@ -109,6 +113,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   private mutating func insert(_ entry: Entry, _ effects: inout Effects) {
     index[entry.key] = entry
     entry.isInIndex = true
+    totalCost += entry.cost
     sync(entry, &effects)
   }
 
@@ -298,6 +303,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     guard changed else { return }
     if let old = previous?.attempt, old !== view.attempt { effects.released.attempts.append(old) }
     entry.shown = Loader.Shown(status: status, contentVersion: view.contentVersion, attempt: view.attempt)
+    if totalCostLimit != nil {
+      let cost = entry.versions.withLock(owner: entry) { $0.cost(at: view.contentVersion) }
+      if entry.isInIndex { totalCost += cost - entry.cost }
+      entry.cost = cost
+    }
     let snapshot = snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion)
     effects.released.snapshots.append(snapshot)
     var event: Event?
@@ -355,6 +365,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     } else if !isIdle && entry.isIdleLinked {
       unlinkIdle(entry)
     }
+    evictBeyondCost(&effects)
   }
 
   // MARK: - Snapshots
@@ -413,6 +424,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     handedOut.removeAll()
     idle = IdleList()
     idleEmpty = IdleList()
+    totalCost = 0
     for sink in eventSinks.values { enqueue(.finishEvents(sink), &effects) }
     eventSinks.removeAll()
     return effects
