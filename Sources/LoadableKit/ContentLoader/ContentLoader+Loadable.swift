@@ -115,6 +115,8 @@ extension ContentLoader {
 
     // Under the loader's lock:
     var claimCount = 0
+    /// How many claims there are at each ``ClaimPriority``.
+    var claimsAt = PriorityCounts()
     /// What the value shown costs, as counted in the loader's total.
     var cost = 0
     /// The observers of the claims that have some, by claim.
@@ -169,8 +171,23 @@ extension ContentLoader {
         }, onEnd: nil)
     }
 
+    /// The priority of the key's load: the highest among its claims, ``ClaimPriority/visible``
+    /// without claims (a caller of the loadable). Under the loader's lock.
+    var loadPriority: ClaimPriority {
+      claimsAt.highest ?? .visible
+    }
+
     override func performLoad() async throws -> Value {
+      let loader = loader
       loader?.changed(self)  // a loadable loading out of the index becomes the key's entry again
+      guard let loader, let limiter = loader.limiter else { return try await loadAndKeep() }
+      let priority = loader.withState { _ in loadPriority }
+      try await limiter.acquire(ObjectIdentifier(self), priority: priority)
+      defer { limiter.release() }
+      return try await loadAndKeep()
+    }
+
+    func loadAndKeep() async throws -> Value {
       let loaded = try await loadValue(key)
       let now = clock?.now() ?? .zero
       let loadedCost = costOf?(loaded.value) ?? 0

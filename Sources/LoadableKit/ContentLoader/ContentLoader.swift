@@ -59,6 +59,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   let staleAfter: Duration?
   /// The cost of a value, when there is a total cost limit.
   let cost: (@Sendable (Value) -> Int)?
+  /// Bounds the loads running at once, when `maximumConcurrentLoads` is set.
+  let limiter: LoadLimiter?
 
   /// Creates a loader.
   ///
@@ -76,6 +78,9 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     `fetchIfNeeded()`). Its age counts from the end of the load that produced or confirmed
   ///     it, on `clock`. `nil`, the default, never makes a value stale by age. A negative value
   ///     counts as `.zero`.
+  ///   - maximumConcurrentLoads: How many keys may load at once; the others wait, most urgent
+  ///     claim first (see ``ClaimPriority``), and a waiting load whose claims all ended never
+  ///     calls the data source. `nil`, the default, sets no limit; a value below 1 counts as 1.
   ///   - cost: The cost of a value — the bytes of an image — for `totalCostLimit`. It is called
   ///     outside any lock, once per value loaded or supplied as a prior value. `nil`, the default,
   ///     costs nothing.
@@ -98,6 +103,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     idleTimeout: Duration? = .seconds(300),
     maximumIdleCount: Int = 500,
     staleAfter: Duration? = nil,
+    maximumConcurrentLoads: Int? = nil,
     cost: (@Sendable (Value) -> Int)? = nil,
     totalCostLimit: Int? = nil,
     clock: any Clock<Duration> = ContinuousClock(),
@@ -111,6 +117,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
         gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: max(maximumIdleCount, 0),
         totalCostLimit: cost == nil ? nil : totalCostLimit.map { max($0, 0) }))
     self.cost = cost
+    limiter = maximumConcurrentLoads.map { LoadLimiter(limit: $0) }
     self.gracePeriod = gracePeriod
     tracksIdleTime = idleTimeout != nil
     self.staleAfter = staleAfter.map { max($0, .zero) }
@@ -137,7 +144,20 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// - Complexity: O(1). For a key without an entry, the data source's `existingValue` hook is
   ///   called once, outside the lock.
   public func begin(_ key: Key) -> Claim {
-    begin(key, sink: nil)
+    begin(key, priority: .visible, sink: nil)
+  }
+
+  /// Claims `key` with a priority, like ``begin(_:)``: the key's load runs at the highest
+  /// priority among its claims. Change it later with ``Claim/priority``.
+  public func begin(_ key: Key, priority: ClaimPriority) -> Claim {
+    begin(key, priority: priority, sink: nil)
+  }
+
+  /// Claims `key` with a priority and a handler, like ``begin(_:onUpdate:)``.
+  public func begin(
+    _ key: Key, priority: ClaimPriority, onUpdate: @escaping @Sendable (Snapshot) -> Void
+  ) -> Claim {
+    begin(key, priority: priority, sink: .handler(Handler(onUpdate)))
   }
 
   /// Claims `key`, like ``begin(_:)``, and calls `onUpdate` with the key's current snapshot,
@@ -150,11 +170,11 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// thread may finish. The handler may call back into the loader; it should not capture its own
   /// claim strongly unless it ends the claim explicitly.
   public func begin(_ key: Key, onUpdate: @escaping @Sendable (Snapshot) -> Void) -> Claim {
-    begin(key, sink: .handler(Handler(onUpdate)))
+    begin(key, priority: .visible, sink: .handler(Handler(onUpdate)))
   }
 
-  func begin(_ key: Key, sink: Sink?) -> Claim {
-    let claim = Claim(loader: self, key: key, id: nextUniqueID())
+  func begin(_ key: Key, priority: ClaimPriority, sink: Sink?) -> Claim {
+    let claim = Claim(loader: self, key: key, id: nextUniqueID(), priority: priority)
     let expiredBefore = expiryThreshold()
     var fresh: KeyedLoadable?
     while true {
@@ -166,6 +186,25 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       perform(effects)
       if begun { return claim }
       fresh = makeEntry(key)
+    }
+  }
+
+  /// A claim's priority changed.
+  func setPriority(_ claim: Claim, to priority: ClaimPriority) {
+    let effects = withState { state -> State.Effects in
+      var effects = State.Effects()
+      state.setPriority(claim, to: priority, &effects)
+      return effects
+    }
+    perform(effects)
+  }
+
+  /// Moves the key's waiting load in the queue, and raises its running task when the priority
+  /// went up (a running task is never lowered).
+  func reprioritize(_ entry: KeyedLoadable, to priority: ClaimPriority, raised: Bool) {
+    limiter?.reprioritize(ObjectIdentifier(entry), to: priority)
+    if raised, let task = entry.state.withLock(owner: entry, { $0.attempt?.task }) {
+      task.escalatePriority(to: priority.taskPriority)
     }
   }
 
@@ -314,6 +353,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       entry.launch(attempt)
       AttemptContext.outside { entry.deliver(event, contentChanged: false) }
     }
+    for (entry, priority, raised) in effects.reprioritized { reprioritize(entry, to: priority, raised: raised) }
     for (entry, id) in effects.startTimers { launchGraceTimer(entry, id: id) }
     if let deadline = effects.startSweeper { launchSweeper(firstDeadline: deadline) }
     if effects.drain { drain() }

@@ -38,6 +38,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     /// Attempts started for claims: launched, and their status change delivered.
     var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] = []
     var startTimers: [(Entry, UInt64)] = []
+    /// Keys whose load priority changed (and whether it went up).
+    var reprioritized: [(Entry, ClaimPriority, Bool)] = []
     /// Start the idle sweeper, which first wakes at this offset.
     var startSweeper: Duration?
     /// Deliver the outbox: this caller took the delivery role.
@@ -159,6 +161,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     guard let entry = entry(for: claim.key, fresh: fresh, &effects) else { return false }
     claim.entry = entry
     entry.claimCount += 1
+    let before = entry.loadPriority
+    entry.claimsAt[claim.rank] += 1
+    if entry.claimCount > 1 && entry.loadPriority != before {
+      effects.reprioritized.append((entry, entry.loadPriority, entry.loadPriority > before))
+    }
     if entry.claimCount == 1 {
       if let timer = entry.graceTimer {
         entry.graceTimer = nil
@@ -188,6 +195,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     guard let entry = claim.entry else { return nil }
     claim.entry = nil
     entry.claimCount -= 1
+    let before = entry.loadPriority
+    entry.claimsAt[claim.rank] -= 1
+    if entry.claimCount > 0 && entry.loadPriority != before {
+      effects.reprioritized.append((entry, entry.loadPriority, false))
+    }
     if let sinks = entry.sinks.removeValue(forKey: claim.id) {
       for sink in sinks { close(sink.sink, &effects) }
       effects.released.sinks.append(contentsOf: sinks)
@@ -206,6 +218,19 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     }
     if entry.isInIndex { settle(entry, now: now, &effects) }
     return entry
+  }
+
+  /// `claim.priority = priority`: the key's load runs at the highest priority among its claims.
+  mutating func setPriority(_ claim: Loader.Claim, to priority: ClaimPriority, _ effects: inout Effects) {
+    let old = claim.rank
+    claim.rank = priority
+    guard let entry = claim.entry, old != priority else { return }
+    let before = entry.loadPriority
+    entry.claimsAt[old] -= 1
+    entry.claimsAt[priority] += 1
+    if entry.loadPriority != before {
+      effects.reprioritized.append((entry, entry.loadPriority, entry.loadPriority > before))
+    }
   }
 
   mutating func attachTimer(_ task: Task<Void, Never>, to entry: Entry, id: UInt64) -> Bool {
