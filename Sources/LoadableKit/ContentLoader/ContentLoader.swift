@@ -166,8 +166,9 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// Calls are made one at a time, in order, never under the loader's lock. The first call
   /// usually happens before this method returns (so a cell shows a prior value without a blank
   /// frame); it happens later when another thread is delivering notifications at that moment.
-  /// After ``Claim/end()`` no further call starts, though one already under way on another
-  /// thread may finish. The handler may call back into the loader; it should not capture its own
+  /// The first call, with the snapshot at `begin`, is always made, even when the claim ends
+  /// before it could be delivered; after ``Claim/end()`` no other call starts, though one already
+  /// under way on another thread may finish. The handler may call back into the loader; it should not capture its own
   /// claim strongly unless it ends the claim explicitly.
   public func begin(_ key: Key, onUpdate: @escaping @Sendable (Snapshot) -> Void) -> Claim {
     begin(key, priority: .visible, sink: .handler(Handler(onUpdate)))
@@ -366,10 +367,10 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       AttemptContext.outside {
         for delivery in batch {
           switch delivery {
-          case .snapshot(.stream(let continuation), let snapshot):
+          case .snapshot(.stream(let continuation), let snapshot, _):
             continuation.yield(snapshot)
-          case .snapshot(.handler(let handler), let snapshot):
-            if handler.isActive.load(ordering: .acquiring) { handler.call(snapshot) }
+          case .snapshot(.handler(let handler), let snapshot, let first):
+            if first || handler.isActive.load(ordering: .acquiring) { handler.call(snapshot) }
           case .finish(let continuation):
             continuation.finish()
           case .event(let continuation, let event):

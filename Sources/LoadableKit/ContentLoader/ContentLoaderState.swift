@@ -183,7 +183,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     settle(entry, now: .zero, &effects)  // claimed: the entry cannot go idle here
     if let sink {
       entry.sinks[claim.id] = [Loader.ClaimSink(id: makeID(), sink: sink)]
-      enqueue(.snapshot(sink, snapshot(of: entry, &effects)), &effects)
+      enqueue(.snapshot(sink, snapshot(of: entry, &effects), first: true), &effects)
     }
     return true
   }
