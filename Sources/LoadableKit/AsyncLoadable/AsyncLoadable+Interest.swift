@@ -39,15 +39,7 @@ extension LoadStateMachine {
     guard let attempt, attempt === held, attempt.startedByDependent, !attempt.wanted,
       attempt.slots.isEmpty, attempt.interest == 0
     else { return Effects() }
-    self.attempt = nil
-    var effects = Effects()
-    effects.cancelTask = attempt.task
-    effects.released = Released(attempt: attempt, content: content, error: error)
-    content = attempt.previousContent
-    error = attempt.previousError
-    effects.event = setStatus(attempt.previousStatus)
-    effects.changedContent = true
-    return effects
+    return cancelAndRestore(attempt)
   }
 }
 
