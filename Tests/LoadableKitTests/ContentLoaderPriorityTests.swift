@@ -34,6 +34,7 @@ struct ContentLoaderPriorityTests {
     await source.waitForStarts(1)
     let ahead = loader.prefetch([1, 2])  // queued first
     let visible = loader.begin(3)  // queued last, but visible
+    await eventually { loader.limiter!.waitingCount == 3 }
     source.resolve(0, "zero", version: 1)
     await source.waitForStarts(2)
     #expect(source.stats.startedPerKey[3] == 1 && source.stats.startedPerKey[1] == nil)
@@ -59,6 +60,7 @@ struct ContentLoaderPriorityTests {
     let b = loader.begin(2, priority: .prefetch)
     b.priority = .visible
     #expect(b.priority == .visible)
+    await eventually { loader.limiter!.waitingCount == 2 }
     source.resolve(0, "zero", version: 1)
     await source.waitForStarts(2)
     #expect(source.stats.startedPerKey[2] == 1 && source.stats.startedPerKey[1] == nil)

@@ -33,6 +33,9 @@ final class LoadLimiter: Sendable {
 
   var peak: Int { state.withLock(owner: self) { $0.peak } }
 
+  /// How many loads wait for a slot (for tests).
+  var waitingCount: Int { state.withLock(owner: self) { $0.waiting.count } }
+
   /// Waits for a slot. Throws `CancellationError`, without taking a slot, when the task is
   /// cancelled first.
   func acquire(_ ticket: Ticket, priority: ClaimPriority) async throws {
