@@ -21,9 +21,17 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
   /// A loadable handed out by ``ContentLoader/loadable(for:)``, held weakly: it lives exactly as
   /// long as its users keep it, and the same instance is handed out meanwhile.
-  struct HandedOut {
+  ///
+  /// A class, so that the weak reference lives in one place and is never copied in and out of
+  /// the dictionary's storage.
+  final class HandedOut {
     weak var entry: Entry?
     let id: ObjectIdentifier
+
+    init(entry: Entry, id: ObjectIdentifier) {
+      self.entry = entry
+      self.id = id
+    }
   }
 
   // MARK: - Effects
