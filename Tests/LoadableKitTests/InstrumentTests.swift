@@ -6,9 +6,9 @@ import Testing
 /// Records what an instrument is told, in order.
 final class RecordingInstrument: LoadInstrument {
   enum Report: Sendable {
-    case started(LoadAttempt)
-    case retrying(LoadAttempt, LoadAttempt.Retry)
-    case ended(LoadAttempt, LoadAttempt.End)
+    case started(LoadAttemptReport)
+    case retrying(LoadAttemptReport, LoadAttemptReport.Retry)
+    case ended(LoadAttemptReport, LoadAttemptReport.End)
   }
 
   private let reports = Mutex<[Report]>([])
@@ -19,9 +19,9 @@ final class RecordingInstrument: LoadInstrument {
     self.onReport = onReport
   }
 
-  func attemptStarted(_ attempt: LoadAttempt) { record(.started(attempt)) }
-  func attemptRetrying(_ attempt: LoadAttempt, _ retry: LoadAttempt.Retry) { record(.retrying(attempt, retry)) }
-  func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) { record(.ended(attempt, end)) }
+  func attemptStarted(_ attempt: LoadAttemptReport) { record(.started(attempt)) }
+  func attemptRetrying(_ attempt: LoadAttemptReport, _ retry: LoadAttemptReport.Retry) { record(.retrying(attempt, retry)) }
+  func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End) { record(.ended(attempt, end)) }
 
   private func record(_ report: Report) {
     onReport(report)
@@ -29,19 +29,19 @@ final class RecordingInstrument: LoadInstrument {
   }
 
   var all: [Report] { reports.withLock { $0 } }
-  var starts: [LoadAttempt] { all.compactMap { if case .started(let a) = $0 { a } else { nil } } }
-  var ends: [(attempt: LoadAttempt, end: LoadAttempt.End)] {
+  var starts: [LoadAttemptReport] { all.compactMap { if case .started(let a) = $0 { a } else { nil } } }
+  var ends: [(attempt: LoadAttemptReport, end: LoadAttemptReport.End)] {
     all.compactMap { if case .ended(let a, let e) = $0 { (a, e) } else { nil } }
   }
-  var retries: [LoadAttempt.Retry] { all.compactMap { if case .retrying(_, let r) = $0 { r } else { nil } } }
+  var retries: [LoadAttemptReport.Retry] { all.compactMap { if case .retrying(_, let r) = $0 { r } else { nil } } }
 
-  func starts(named name: String) -> [LoadAttempt] { starts.filter { $0.name == name } }
-  func ends(named name: String) -> [LoadAttempt.End] { ends.filter { $0.attempt.name == name }.map(\.end) }
+  func starts(named name: String) -> [LoadAttemptReport] { starts.filter { $0.name == name } }
+  func ends(named name: String) -> [LoadAttemptReport.End] { ends.filter { $0.attempt.name == name }.map(\.end) }
 
   /// Every attempt was started once and ended once, its start before its end.
   func expectBalanced(sourceLocation: SourceLocation = #_sourceLocation) {
-    var open: Set<LoadAttempt.ID> = []
-    var ended: Set<LoadAttempt.ID> = []
+    var open: Set<LoadAttemptReport.ID> = []
+    var ended: Set<LoadAttemptReport.ID> = []
     for report in all {
       switch report {
       case .started(let attempt):

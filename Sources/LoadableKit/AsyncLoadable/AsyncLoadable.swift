@@ -116,13 +116,17 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   deinit {
-    let ended = state.withLock(owner: self) { state -> [@Sendable () -> Void] in
-      guard let extras = state.extras else { return [] }
-      let entries = extras.observers.entries.values.compactMap(\.onEnd)
-      extras.observers.entries.removeAll()
-      return entries
-    }
-    for end in ended { end() }
+    guard
+      let extras = state.withLock(owner: self, { state in
+        defer { state.extras = nil }
+        return state.extras
+      })
+    else { return }
+    for entry in extras.observers.entries.values { entry.onEnd?() }
+    // The dependencies may be the next link of a long chain: the queue takes the only reference,
+    // and the outermost deinit on this thread releases it, after this one returned.
+    DeferredRelease.release(consume extras)
+    DeferredRelease.drain()
   }
 
   // MARK: - The subclass hook
@@ -266,7 +270,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// - Throws: the attempt's error, `CancellationError`, or ``LoadableError/noContent`` when the
   ///   attempt succeeded but ``isContentAvailable`` is `false`.
   nonisolated(nonsending) public final func fetch() async throws -> Content {
-    try checkedContent(try await request(.fetch).content)
+    try checkedContent(try await request(.fetch).content as? Content)
   }
 
   /// Returns the content at once when ``needsSync`` is `false`; otherwise loads it as
@@ -281,7 +285,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   @usableFromInline
   nonisolated(nonsending) final func fetchIfNeededSlowly() async throws -> Content {
-    try checkedContent(try await request(.fetchIfNeeded).content)
+    try checkedContent(try await request(.fetchIfNeeded).content as? Content)
   }
 
   /// The content when the status is `.loaded` and there is content, in one read.
@@ -303,14 +307,21 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Performs `request` and returns the content it ended with (`nil` when there is none).
   @usableFromInline
   nonisolated(nonsending) final func request(_ request: LoadRequest) async throws -> LoadStateMachine<Content>.Delivery {
+    try await self.request(request, from: AttemptContext.current)
+  }
+
+  /// Performs `request` for `context`'s attempt (a dependent waiting for this loadable), or for a
+  /// plain caller when `context` is `nil`.
+  nonisolated(nonsending) final func request(
+    _ request: LoadRequest, from context: AttemptContext?
+  ) async throws -> LoadStateMachine<Content>.Delivery {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     if let answer = withState({ $0.immediate(request, needsSync: needsSync) }) {
       return try answer.get()
     }
-    let context = AttemptContext.current
     let waiterID = nextUniqueID()
-    let edge = try context.map { try WaitGraph.enter(from: $0.owner, to: self) }
-    defer { if let edge { WaitGraph.leave(edge) } }
+    try context?.beginWait(on: self)
+    defer { context?.endWait(on: self) }
     return try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine<Content>.Continuation) in
         let (decision, event) = withState {
@@ -328,7 +339,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         AttemptContext.outside { deliver(event, contentChanged: false) }
       }
     } onCancel: {
-      perform(withState { $0.removeWaiter(waiterID) })
+      let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
+      if let effects { perform(effects) }  // observers first, as everywhere
+      waiter?.resume(with: .failure(CancellationError()))
     }
   }
 
@@ -363,14 +376,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         if self.state.withLock(owner: self, { $0.enterGate(continuation) }) { continuation.resume() }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
-      let result: Result<Content, any Error> =
-        if self.state.withLock(owner: self, { $0.attempt === attempt }) {
-          await self.runAttempt(attempt.intent, id: attempt.id, probe: probe)
-        } else {
-          .failure(CancellationError())
-        }
+      let result = await self.runAttempt(attempt, probe: probe)
       let (facts, effects, next) = self.withState { state in
-        (probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now), state.leaveGate())
+        (probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now),
+          state.leaveGate())
       }
       next?.resume()
       if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
@@ -381,9 +390,15 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
   /// visible to ``loadDependency(_:)``.
-  final func runAttempt(_ intent: LoadIntent, id: UInt64, probe: AttemptProbe?) async -> Result<Content, any Error> {
-    let context = AttemptContext(owner: self, intent: intent, attemptID: id, probe: probe)
-    return await AttemptContext.$current.withValue(context) {
+  final func runAttempt(_ attempt: LoadStateMachine<Content>.Attempt, probe: AttemptProbe?) async -> Result<Content, any Error> {
+    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
+    // Published so that a wait closing a cycle through this attempt can find it.
+    guard state.withLock(owner: self, { state in
+      guard state.attempt === attempt else { return false }
+      attempt.context = context
+      return true
+    }) else { return .failure(CancellationError()) }
+    return await AttemptContext.run(context) {
       do {
         try await loadDeclaredDependencies(in: context)
         return .success(try await runPerformLoad())
@@ -430,6 +445,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     if effects.changedContent, case .success = effects.result {
       notifyContentListeners()
     }
+    if effects.endedAttempt { attemptDidEnd() }
     for case let (_, waiter)? in effects.waiters {
       waiter.resume(with: effects.result)
     }
@@ -460,6 +476,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Whether content this loadable derived from its sources is out of date; derived loadables
   /// override it (see ``needsSync``).
   var hasStaleSources: Bool { false }
+
+  /// Called after an attempt's outcome was stored and observers were told, before its callers
+  /// resume. A live view applies the source changes that arrived while the attempt ran.
+  func attemptDidEnd() {}
 
   /// Notifies observers of a status change, outside the lock.
   final func deliver(_ event: LoadStateMachine<Content>.StatusEvent?, contentChanged: Bool) {
@@ -507,12 +527,27 @@ final class ObservedProperties: Observable, Sendable {
 }
 
 extension AsyncLoadable {
+  /// How many status changes ``loadStatusUpdates`` keeps for a reader that falls behind: the
+  /// newest 32.
+  public static var defaultStatusBufferSize: Int { 32 }
+
   /// An asynchronous sequence of statuses: the current one first, then every change, in order.
   ///
-  /// Each access makes a new stream with an unbounded buffer. The stream ends when the loadable
-  /// is deallocated; ending the iteration removes the observer.
+  /// Each access makes a new stream. Its buffer keeps the newest ``defaultStatusBufferSize``
+  /// changes: a reader that keeps up sees every change, one that falls behind skips the oldest
+  /// (use ``loadStatusUpdates(bufferingPolicy:)`` to choose). The stream ends when the loadable is
+  /// deallocated; ending the iteration removes the observer.
   public var loadStatusUpdates: AsyncStream<LoadStatus> {
-    let (stream, continuation) = AsyncStream.makeStream(of: LoadStatus.self, bufferingPolicy: .unbounded)
+    loadStatusUpdates(bufferingPolicy: .bufferingNewest(Self.defaultStatusBufferSize))
+  }
+
+  /// ``loadStatusUpdates`` with the buffering policy of your choice, as `AsyncStream` offers.
+  ///
+  /// `.unbounded` keeps every change until it is read: only for a reader that is sure to keep up.
+  public func loadStatusUpdates(
+    bufferingPolicy: AsyncStream<LoadStatus>.Continuation.BufferingPolicy
+  ) -> AsyncStream<LoadStatus> {
+    let (stream, continuation) = AsyncStream.makeStream(of: LoadStatus.self, bufferingPolicy: bufferingPolicy)
     let id = addObserver({ continuation.yield($0) }, onEnd: { continuation.finish() })
     continuation.onTermination = { [weak self] _ in self?.removeObserver(id) }
     return stream

@@ -65,78 +65,15 @@ public struct LoadSnapshot<Content: Sendable>: Sendable {
 /// user code and never suspends.
 @usableFromInline
 struct LoadStateMachine<Content: Sendable> {
-  typealias Continuation = UnsafeContinuation<Delivery, any Error>
-
-  /// What a waiter receives: the content an attempt ended with and its version.
-  @usableFromInline
-  struct Delivery: Sendable {
-    @usableFromInline var content: Content?
-    /// Counts the successful attempts; derived loadables compare it to see stale sources.
-    @usableFromInline var version: UInt64
-  }
-  typealias Completion = @Sendable ((any Error)?) -> Void
-
-  /// Somebody waiting for the running attempt.
-  enum Waiter {
-    case task(Continuation)
-    case completion(Completion)
-
-    func resume(with result: Result<Delivery, any Error>) {
-      switch (self, result) {
-      case (.task(let continuation), _): continuation.resume(with: result)
-      case (.completion(let handler), .success): handler(nil)
-      case (.completion(let handler), .failure(let error)): handler(error)
-      }
-    }
-  }
-
-  /// One running attempt. A class so the idle state stays small and the attempt can be
-  /// identified and compared cheaply.
-  @usableFromInline final class Attempt: @unchecked Sendable {  // mutated only under the loadable's lock
-    let id: UInt64
-    let intent: LoadIntent
-    /// Waiters in registration order (resumed in that order). A waiter whose caller was
-    /// cancelled leaves a `nil` behind, so leaving costs O(1) however many others wait.
-    var waiters: [(id: UInt64, waiter: Waiter)?] = []
-    /// Where each waiter still waiting sits in `waiters`.
-    var slots: [UInt64: Int] = [:]
-
-    func add(_ waiter: (id: UInt64, waiter: Waiter)) {
-      slots[waiter.id] = waiters.count
-      waiters.append(waiter)
-    }
-
-    func remove(_ id: UInt64) -> (id: UInt64, waiter: Waiter)? {
-      guard let slot = slots.removeValue(forKey: id) else { return nil }
-      defer { waiters[slot] = nil }
-      return waiters[slot]
-    }
-    /// The task running the attempt; `nil` until the starter stores it.
-    var task: Task<Void, Never>?
-    /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
-    var startedByDependent: Bool
-    /// Somebody who is not a waiter wants it — it was started by a caller rather than a
-    /// dependent, or `sync()` asked for it — so a cascading cancel leaves it running. Waiters
-    /// (callers, completion handlers, other dependents) protect it only while they wait.
-    var wanted: Bool
-    /// What the loadable looked like before this attempt, restored by a cascading cancel.
-    let previousStatus: LoadStatus
-    let previousContent: Content?
-    let previousError: (any Error)?
-    let started = ContinuousClock.now
-    /// The attempt's task has returned (whether or not its result was used).
-    var finished = false
-
-    init(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine) {
-      self.id = id
-      self.intent = intent
-      self.startedByDependent = byDependent
-      self.wanted = !byDependent
-      self.previousStatus = previous.status
-      self.previousContent = previous.content
-      self.previousError = previous.error
-    }
-  }
+  typealias Continuation = LoadContinuation
+  @usableFromInline typealias Delivery = LoadDelivery
+  typealias Completion = LoadCompletion
+  typealias Waiter = LoadWaiter
+  @usableFromInline typealias Attempt = LoadAttempt
+  typealias Decision = LoadDecision
+  typealias Effects = LoadEffects
+  typealias Released = LoadReleased
+  typealias StatusEvent = LoadStatusEvent
 
   @usableFromInline var status: LoadStatus
   @usableFromInline var content: Content?
@@ -148,7 +85,7 @@ struct LoadStateMachine<Content: Sendable> {
   /// even when a cancelled attempt's work ignores cancellation. Tasks wait in `extras.gateQueue`.
   @usableFromInline var gateBusy = false
   /// Everything an idle loadable does not need, allocated on first use.
-  @usableFromInline var extras: Extras?
+  @usableFromInline var extras: LoadableExtras?
   /// Created when an observable property is first read: until then nobody can be tracking one,
   /// so changes need no notification and an idle loadable carries no registrar.
   @usableFromInline var registrar: ObservationRegistrar?
@@ -161,26 +98,11 @@ struct LoadStateMachine<Content: Sendable> {
     return registrar
   }
 
-  /// The rarely used part of the state, out of line so that an idle loadable stays small.
-  /// A class, but only ever touched under the loadable's lock, as part of this state.
-  @usableFromInline final class Extras {
-    /// How long the last successful attempt took (for the dependency tree dump).
-    var lastDuration: Duration?
-    var observers = ObserverRegistry()
-    /// Rarely set configuration (options, name).
-    var settings: LoadableSettings?
-    /// Derived loadables that recompute or go stale when the content changes.
-    var contentListeners: [UInt64: @Sendable () -> Void] = [:]
-    /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
-    var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
-    var gateQueue: [UnsafeContinuation<Void, Never>] = []
-  }
-
   /// The out-of-line part, created on first use.
-  var more: Extras {
+  var more: LoadableExtras {
     mutating get {
       if let extras { return extras }
-      let extras = Extras()
+      let extras = LoadableExtras()
       self.extras = extras
       return extras
     }
@@ -193,27 +115,15 @@ struct LoadStateMachine<Content: Sendable> {
   }
 
 
-  var snapshot: LoadSnapshot<Content> { LoadSnapshot(status: status, content: content, error: error) }
+  /// The error is reported only while failed: during a retry the previous attempt's error is kept
+  /// (a cascade-cancelled attempt restores it) but is not the loadable's error.
+  var snapshot: LoadSnapshot<Content> {
+    LoadSnapshot(status: status, content: content, error: status == .failed ? error : nil)
+  }
 
   var delivery: Delivery { Delivery(content: content, version: contentVersion) }
 
   // MARK: - Requests
-
-  /// The outcome of a request, decided under the lock.
-  enum Decision {
-    /// Answer now with this content (which may be `nil` for `load()` on a loadable without one).
-    case content(Delivery)
-    /// Throw now.
-    case failure(any Error)
-    /// The waiter joined the running attempt, whose task (once started) may need its priority
-    /// raised to the caller's.
-    case joined(Task<Void, Never>?)
-    /// A new attempt was created; the caller must start its task (``AsyncLoadable/launch(_:)``)
-    /// after leaving the lock.
-    case started(Attempt)
-    /// Nothing to do (a fire-and-forget request that found an attempt already running).
-    case none
-  }
 
   /// Decides a request by the SPEC §1 table.
   ///
@@ -301,24 +211,6 @@ struct LoadStateMachine<Content: Sendable> {
 
   // MARK: - Ending an attempt
 
-  /// What to do after an attempt ended, was cancelled, or lost a waiter.
-  struct Effects {
-    var waiters: [(id: UInt64, waiter: Waiter)?] = []
-    var result: Result<Delivery, any Error> = .success(Delivery(content: nil, version: 0))
-    var event: StatusEvent?
-    var cancelTask: Task<Void, Never>?
-    var changedContent = false
-    /// What the state let go of: destroyed with the effects, after the lock is released, because
-    /// a content's or an error's `deinit` is user code (and the attempt holds copies of both).
-    var released = Released()
-  }
-
-  struct Released {
-    var attempt: Attempt?
-    var content: Content?
-    var error: (any Error)?
-  }
-
   /// The attempt `id` returned `result`. A result for an attempt that is no longer current
   /// (it was cancelled) is dropped.
   mutating func finish(_ finished: Attempt, with result: Result<Content, any Error>, now: ContinuousClock.Instant) -> Effects {
@@ -326,6 +218,7 @@ struct LoadStateMachine<Content: Sendable> {
     guard let attempt, attempt === finished else { return Effects() }
     self.attempt = nil
     var effects = Effects(waiters: attempt.waiters)
+    effects.endedAttempt = true
     effects.released = Released(attempt: attempt, content: content, error: error)
     switch result {
     case .success(let value):
@@ -358,29 +251,28 @@ struct LoadStateMachine<Content: Sendable> {
 
   /// A waiting caller's task was cancelled: that waiter alone throws `CancellationError`. When the
   /// attempt was started by a dependent and nobody else is interested any more, the attempt is
-  /// cancelled and the loadable goes back to what it was before the attempt (SPEC §2).
-  mutating func removeWaiter(_ waiterID: UInt64) -> Effects {
-    guard let attempt, let removed = attempt.remove(waiterID) else { return Effects() }
-    var effects = Effects(waiters: [removed], result: .failure(CancellationError()))
-    if attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty {
-      self.attempt = nil
-      effects.cancelTask = attempt.task
-      effects.released = Released(attempt: attempt, content: content, error: error)
-      content = attempt.previousContent
-      error = attempt.previousError
-      effects.event = setStatus(attempt.previousStatus)
-      effects.changedContent = true
+  /// cancelled and the loadable goes back to what it was before the attempt (SPEC §2): then
+  /// `effects` says what else to do.
+  ///
+  /// The common case — one caller leaving an attempt others still want — hands back just the
+  /// waiter, without building ``Effects``.
+  mutating func removeWaiter(_ waiterID: UInt64) -> (waiter: Waiter?, effects: Effects?) {
+    guard let attempt, let removed = attempt.remove(waiterID) else { return (nil, nil) }
+    guard attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty else {
+      return (removed.waiter, nil)
     }
-    return effects
+    self.attempt = nil
+    var effects = Effects()
+    effects.cancelTask = attempt.task
+    effects.released = Released(attempt: attempt, content: content, error: error)
+    content = attempt.previousContent.map { $0 as! Content }
+    error = attempt.previousError
+    effects.event = setStatus(attempt.previousStatus)
+    effects.changedContent = true
+    return (removed.waiter, effects)
   }
 
   // MARK: - Status changes
-
-  /// A status change to deliver to observers after the lock is released.
-  struct StatusEvent {
-    var status: LoadStatus
-    var startDelivery: Bool
-  }
 
   mutating func setStatus(_ newStatus: LoadStatus) -> StatusEvent? {
     let old = status
@@ -456,4 +348,172 @@ struct ObserverRegistry {
     }
     return batch
   }
+}
+
+/// The rarely used part of a loadable's state, out of line so that an idle loadable stays small.
+/// A class, but only ever touched under the loadable's lock, as part of this state.
+///
+/// Not nested in the generic `LoadStateMachine`: nothing in it depends on the content type, and
+/// unspecialized code would otherwise look up its generic metadata at run time on every use.
+@usableFromInline final class LoadableExtras {
+  /// How long the last successful attempt took (for the dependency tree dump).
+  var lastDuration: Duration?
+  var observers = ObserverRegistry()
+  /// Rarely set configuration (options, name).
+  var settings: LoadableSettings?
+  /// Derived loadables that recompute or go stale when the content changes.
+  var contentListeners: [UInt64: @Sendable () -> Void] = [:]
+  /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
+  var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
+  var gateQueue: [UnsafeContinuation<Void, Never>] = []
+}
+
+// MARK: - What the engine moves around, type-erased
+
+/// How a caller waits for an attempt.
+@usableFromInline typealias LoadContinuation = UnsafeContinuation<LoadDelivery, any Error>
+
+/// What a waiter receives: the content an attempt ended with and its version.
+///
+/// The content is type-erased, as is everything the engine moves around (waiters, attempts,
+/// effects): unspecialized generic code — the library's, for a content type that another module
+/// chose — would otherwise look up the metadata of each nested generic type at run time, several
+/// times per request. Only the loadable's stored content is typed.
+@usableFromInline
+struct LoadDelivery: Sendable {
+  @usableFromInline var content: (any Sendable)?
+  /// Counts the successful attempts; derived loadables compare it to see stale sources.
+  @usableFromInline var version: UInt64
+}
+typealias LoadCompletion = @Sendable ((any Error)?) -> Void
+
+/// Somebody waiting for the running attempt.
+enum LoadWaiter {
+  case task(LoadContinuation)
+  case completion(LoadCompletion)
+
+  func resume(with result: Result<LoadDelivery, any Error>) {
+    switch (self, result) {
+    case (.task(let continuation), _): continuation.resume(with: result)
+    case (.completion(let handler), .success): handler(nil)
+    case (.completion(let handler), .failure(let error)): handler(error)
+    }
+  }
+}
+
+/// One running attempt. A class so the idle state stays small and the attempt can be
+/// identified and compared cheaply.
+@usableFromInline final class LoadAttempt: @unchecked Sendable {  // mutated only under the loadable's lock
+  let id: UInt64
+  let intent: LoadIntent
+  /// Waiters in registration order (resumed in that order). A waiter whose caller was
+  /// cancelled leaves a `nil` behind, so leaving costs O(1) however many others wait.
+  var waiters: [(id: UInt64, waiter: LoadWaiter)?] = []
+  /// Where each waiter still waiting sits in `waiters`.
+  var slots: [UInt64: Int] = [:]
+
+  /// How many waiters ever joined, those that left included (for instruments).
+  var joinedCount = 0
+
+  func add(_ waiter: (id: UInt64, waiter: LoadWaiter)) {
+    joinedCount += 1
+    slots[waiter.id] = waiters.count
+    waiters.append(waiter)
+  }
+
+  /// Removes a waiter that left. Its slot is freed at once; once most slots are empty the list
+  /// is compacted, so a long run of callers that join and leave costs memory for those still
+  /// waiting only (amortized O(1) a waiter).
+  func remove(_ id: UInt64) -> (id: UInt64, waiter: LoadWaiter)? {
+    guard let slot = slots.removeValue(forKey: id) else { return nil }
+    let removed = waiters[slot]
+    waiters[slot] = nil
+    if waiters.count >= 32 && slots.count * 4 < waiters.count { compact() }
+    return removed
+  }
+
+  /// Drops the empty slots, keeping the order of those still waiting.
+  private func compact() {
+    var kept: [(id: UInt64, waiter: LoadWaiter)?] = []
+    kept.reserveCapacity(slots.count * 2)
+    var positions: [UInt64: Int] = [:]
+    positions.reserveCapacity(slots.count * 2)
+    for case let entry? in waiters {
+      positions[entry.id] = kept.count
+      kept.append(entry)
+    }
+    waiters = kept
+    slots = positions
+  }
+  /// How many waiter slots are stored, including those of waiters that left.
+  var storedWaiterCount: Int { waiters.count }
+  /// The attempt's context, once it runs: its waits are edges of the wait-for graph.
+  var context: AttemptContext?
+  /// The task running the attempt; `nil` until the starter stores it.
+  var task: Task<Void, Never>?
+  /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
+  var startedByDependent: Bool
+  /// Somebody who is not a waiter wants it — it was started by a caller rather than a
+  /// dependent, or `sync()` asked for it — so a cascading cancel leaves it running. Waiters
+  /// (callers, completion handlers, other dependents) protect it only while they wait.
+  var wanted: Bool
+  /// What the loadable looked like before this attempt, restored by a cascading cancel.
+  let previousStatus: LoadStatus
+  let previousContent: (any Sendable)?
+  let previousError: (any Error)?
+  let started = ContinuousClock.now
+  /// The attempt's task has returned (whether or not its result was used).
+  var finished = false
+
+  init<Content>(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine<Content>) {
+    self.id = id
+    self.intent = intent
+    self.startedByDependent = byDependent
+    self.wanted = !byDependent
+    self.previousStatus = previous.status
+    self.previousContent = previous.content
+    self.previousError = previous.error
+  }
+}
+
+/// The outcome of a request, decided under the lock.
+enum LoadDecision {
+  /// Answer now with this content (which may be `nil` for `load()` on a loadable without one).
+  case content(LoadDelivery)
+  /// Throw now.
+  case failure(any Error)
+  /// The waiter joined the running attempt, whose task (once started) may need its priority
+  /// raised to the caller's.
+  case joined(Task<Void, Never>?)
+  /// A new attempt was created; the caller must start its task (``AsyncLoadable/launch(_:)``)
+  /// after leaving the lock.
+  case started(LoadAttempt)
+  /// Nothing to do (a fire-and-forget request that found an attempt already running).
+  case none
+}
+
+/// What to do after an attempt ended, was cancelled, or lost a waiter.
+struct LoadEffects {
+  var waiters: [(id: UInt64, waiter: LoadWaiter)?] = []
+  var result: Result<LoadDelivery, any Error> = .success(LoadDelivery(content: nil, version: 0))
+  var event: LoadStatusEvent?
+  var cancelTask: Task<Void, Never>?
+  var changedContent = false
+  /// The current attempt ended (with its result used): a live view re-checks its sources.
+  var endedAttempt = false
+  /// What the state let go of: destroyed with the effects, after the lock is released, because
+  /// a content's or an error's `deinit` is user code (and the attempt holds copies of both).
+  var released = LoadReleased()
+}
+
+struct LoadReleased {
+  var attempt: LoadAttempt?
+  var content: (any Sendable)?
+  var error: (any Error)?
+}
+
+/// A status change to deliver to observers after the lock is released.
+struct LoadStatusEvent {
+  var status: LoadStatus
+  var startDelivery: Bool
 }

@@ -6,11 +6,11 @@ import Synchronization
 /// uninstrumented attempt costs one atomic load and no allocation. Every report is made outside
 /// every lock.
 final class AttemptProbe: Sendable {
-  let attempt: LoadAttempt
+  let attempt: LoadAttemptReport
   private let instruments: [any LoadInstrument]
   private let retries = Atomic<Int>(0)
 
-  private init(attempt: LoadAttempt, instruments: [any LoadInstrument]) {
+  private init(attempt: LoadAttemptReport, instruments: [any LoadInstrument]) {
     self.attempt = attempt
     self.instruments = instruments
   }
@@ -24,9 +24,9 @@ final class AttemptProbe: Sendable {
     guard LoadInstrumentation.isActive else { return nil }
     let instruments = LoadInstrumentation.instruments(own: loadable.ownInstrument)
     guard !instruments.isEmpty else { return nil }
-    let attempt = LoadAttempt(
-      id: LoadAttempt.ID(rawValue: id), name: loadable.displayName, intent: LoadAttempt.Intent(intent),
-      parent: parent.flatMap { $0.attemptID == 0 ? nil : LoadAttempt.ID(rawValue: $0.attemptID) }, startedAt: .now)
+    let attempt = LoadAttemptReport(
+      id: LoadAttemptReport.ID(rawValue: id), name: loadable.displayName, intent: LoadAttemptReport.Intent(intent),
+      parent: parent.flatMap { $0.attemptID == 0 ? nil : LoadAttemptReport.ID(rawValue: $0.attemptID) }, startedAt: .now)
     let probe = AttemptProbe(attempt: attempt, instruments: instruments)
     for instrument in instruments { instrument.attemptStarted(attempt) }
     return probe
@@ -35,14 +35,14 @@ final class AttemptProbe: Sendable {
   /// The retry policy is about to try again.
   func retrying(number: Int, error: any Error, delay: Duration) {
     retries.add(1, ordering: .relaxed)
-    let retry = LoadAttempt.Retry(number: number, error: error, delay: delay)
+    let retry = LoadAttemptReport.Retry(number: number, error: error, delay: delay)
     for instrument in instruments { instrument.attemptRetrying(attempt, retry) }
   }
 
   /// The attempt's task returned `result`; `current` tells whether the result was used (a
   /// cancelled attempt's is dropped), `callers` how many waited for it.
   func end<Content>(with result: Result<Content, any Error>, current: Bool, callers: Int) {
-    let outcome: LoadAttempt.Outcome =
+    let outcome: LoadAttemptReport.Outcome =
       switch result {
       case _ where !current: .cancelled
       case .success: .loaded
@@ -50,14 +50,14 @@ final class AttemptProbe: Sendable {
       case .failure(is CancellationError): .cancelled
       case .failure(let error): .failed(error)
       }
-    let end = LoadAttempt.End(
+    let end = LoadAttemptReport.End(
       outcome: outcome, duration: attempt.startedAt.duration(to: .now),
       retries: retries.load(ordering: .relaxed), callers: callers)
     for instrument in instruments { instrument.attemptEnded(attempt, end) }
   }
 }
 
-extension LoadAttempt.Intent {
+extension LoadAttemptReport.Intent {
   init(_ intent: LoadIntent) {
     switch intent {
     case .load: self = .load
@@ -71,6 +71,6 @@ extension LoadAttempt.Intent {
 extension LoadStateMachine {
   /// What an attempt's end report needs from the state, read under the lock before `finish`.
   func instrumentationFacts(for attempt: Attempt) -> (current: Bool, callers: Int) {
-    (self.attempt === attempt, attempt.waiters.count)
+    (self.attempt === attempt, attempt.joinedCount)
   }
 }
