@@ -258,9 +258,15 @@ struct LoadStateMachine<Content: Sendable> {
   /// waiter, without building ``Effects``.
   mutating func removeWaiter(_ waiterID: UInt64) -> (waiter: Waiter?, effects: Effects?) {
     guard let attempt, let removed = attempt.remove(waiterID) else { return (nil, nil) }
-    guard attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty else {
+    guard attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty && attempt.interest == 0 else {
       return (removed.waiter, nil)
     }
+    return (removed.waiter, cancelAndRestore(attempt))
+  }
+
+  /// Cancels the current `attempt`, which nobody but its dependent (or a key's claims) wanted, and
+  /// puts the loadable back as it was before it: nobody asked *it* to fail.
+  mutating func cancelAndRestore(_ attempt: Attempt) -> Effects {
     self.attempt = nil
     var effects = Effects()
     effects.cancelTask = attempt.task
@@ -269,7 +275,7 @@ struct LoadStateMachine<Content: Sendable> {
     error = attempt.previousError
     effects.event = setStatus(attempt.previousStatus)
     effects.changedContent = true
-    return (removed.waiter, effects)
+    return effects
   }
 
   // MARK: - Status changes
@@ -457,6 +463,10 @@ enum LoadWaiter {
   /// dependent, or `sync()` asked for it — so a cascading cancel leaves it running. Waiters
   /// (callers, completion handlers, other dependents) protect it only while they wait.
   var wanted: Bool
+  /// Interest that is not a waiter: a `ContentLoader` key's claims hold one unit while they
+  /// last (see `AsyncLoadable+Interest.swift`). Like a waiter, it keeps a dependent-started
+  /// attempt alive.
+  var interest = 0
   /// What the loadable looked like before this attempt, restored by a cascading cancel.
   let previousStatus: LoadStatus
   let previousContent: (any Sendable)?
