@@ -16,15 +16,19 @@ extension ContentLoader {
     let id: UInt64
     /// The key's entry while the claim is active; `nil` once it ended.
     var entry: KeyedLoadable?
+    /// Reports the claim to the instruments; `nil` when none is installed.
+    let probe: ClaimProbe?
 
     init(loader: ContentLoader, key: Key, id: UInt64) {
       self.loader = loader
       self.key = key
       self.id = id
+      self.probe = ClaimProbe.begin(loader: loader.name, key: key, own: loader.instrument)
     }
 
     deinit {
       loader.end(self)
+      probe?.end()
     }
 
     /// Ends the claim. Calling it again, or letting the claim be deallocated afterwards, does
@@ -34,6 +38,7 @@ extension ContentLoader {
     /// handlers are not called any more.
     public func end() {
       loader.end(self)
+      probe?.end()
     }
 
     /// Whether the claim has not ended yet.

@@ -57,10 +57,16 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   let tracksIdleTime: Bool
   /// How old a value may be before its next first claim refreshes it; `nil` never.
   let staleAfter: Duration?
+  /// The loader's name: its keys' loadables are named `name[key]`.
+  public let name: String
+  /// The instrument told about this loader's claims and its keys' attempts, if any.
+  let instrument: (any LoadInstrument)?
 
   /// Creates a loader.
   ///
   /// - Parameters:
+  ///   - name: The loader's name, for instruments and dependency trees: a key's loadable is named
+  ///     `name[key]`, such as `thumbnails[42]`.
   ///   - gracePeriod: How long a load goes on after the last claim on its key ended, so that a
   ///     key claimed again at once — a reused cell — does not restart its load. The default,
   ///     `.zero`, cancels at once. A negative value counts as `.zero`.
@@ -76,6 +82,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     counts as `.zero`.
   ///   - clock: The clock that measures `gracePeriod`, `idleTimeout` and `staleAfter`. Tests pass
   ///     a `TestClock` from `LoadableKitTesting`.
+  ///   - instrument: An instrument told about this loader's claims and its keys' attempts, before
+  ///     the process-wide one (see <doc:ObservingLoadables>); `nil` for none.
   ///   - existingValue: The data source's synchronous hook for a value that exists already
   ///     (a memory or disk cache), with its version, or `nil`. It is called, outside any lock,
   ///     when an entry is made for a key; the value is shown while the first load runs.
@@ -85,11 +93,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     early. Its result is dropped once cancelled. Loadables it loads are dependencies of the
   ///     key's attempt.
   public init(
+    name: String = "ContentLoader",
     gracePeriod: Duration = .zero,
     idleTimeout: Duration? = .seconds(300),
     maximumIdleCount: Int = 500,
     staleAfter: Duration? = nil,
     clock: any Clock<Duration> = ContinuousClock(),
+    instrument: (any LoadInstrument)? = nil,
     existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
     load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version)
   ) {
@@ -102,6 +112,9 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     timeline = Timeline(clock)
     self.existingValue = existingValue
     self.loadValue = load
+    self.name = name
+    self.instrument = instrument
+    if instrument != nil { LoadInstrumentation.noteObjectInstrument() }
   }
 
   deinit {
