@@ -9,17 +9,17 @@ import Synchronization
 /// playground stays in the dependency-free root package, so it reads the hook directly.
 final class AttemptTrace: LoadInstrument {
   private struct Entry {
-    var attempt: LoadAttemptReport
-    var end: LoadAttemptReport.End?
+    var attempt: LoadAttempt
+    var end: LoadAttempt.End?
   }
 
-  private let entries = Mutex<[LoadAttemptReport.ID: Entry]>([:])
+  private let entries = Mutex<[LoadAttempt.ID: Entry]>([:])
 
-  func attemptStarted(_ attempt: LoadAttemptReport) {
+  func attemptStarted(_ attempt: LoadAttempt) {
     entries.withLock { $0[attempt.id] = Entry(attempt: attempt) }
   }
 
-  func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End) {
+  func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) {
     entries.withLock { $0[attempt.id]?.end = end }
   }
 
@@ -27,7 +27,7 @@ final class AttemptTrace: LoadInstrument {
   /// An attempt that nobody's attempt asked for is a root.
   func lines() -> [String] {
     let all = entries.withLock { $0 }
-    var children: [LoadAttemptReport.ID?: [Entry]] = [:]
+    var children: [LoadAttempt.ID?: [Entry]] = [:]
     for entry in all.values {
       let parent = entry.attempt.parent.flatMap { all[$0] == nil ? nil : $0 }
       children[parent, default: []].append(entry)

@@ -6,9 +6,9 @@ import Testing
 /// Records what an instrument is told, in order.
 final class RecordingInstrument: LoadInstrument {
   enum Report: Sendable {
-    case started(LoadAttemptReport)
-    case retrying(LoadAttemptReport, LoadAttemptReport.Retry)
-    case ended(LoadAttemptReport, LoadAttemptReport.End)
+    case started(LoadAttempt)
+    case retrying(LoadAttempt, LoadAttempt.Retry)
+    case ended(LoadAttempt, LoadAttempt.End)
   }
 
   private let claims = Mutex<[(began: Bool, claim: LoadClaimReport)]>([])
@@ -23,33 +23,39 @@ final class RecordingInstrument: LoadInstrument {
   /// Called with every report, outside the recorder's lock (a test calls back into loadables).
   let onReport: @Sendable (Report) -> Void
 
-  init(onReport: @escaping @Sendable (Report) -> Void = { _ in }) {
+  /// Only attempts whose name starts with it are recorded: a process-wide recorder must not keep
+  /// (and so keep alive) the errors of other tests running at the same time.
+  let namePrefix: String?
+
+  init(namePrefix: String? = nil, onReport: @escaping @Sendable (Report) -> Void = { _ in }) {
+    self.namePrefix = namePrefix
     self.onReport = onReport
   }
 
-  func attemptStarted(_ attempt: LoadAttemptReport) { record(.started(attempt)) }
-  func attemptRetrying(_ attempt: LoadAttemptReport, _ retry: LoadAttemptReport.Retry) { record(.retrying(attempt, retry)) }
-  func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End) { record(.ended(attempt, end)) }
+  func attemptStarted(_ attempt: LoadAttempt) { record(.started(attempt), of: attempt) }
+  func attemptRetrying(_ attempt: LoadAttempt, _ retry: LoadAttempt.Retry) { record(.retrying(attempt, retry), of: attempt) }
+  func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) { record(.ended(attempt, end), of: attempt) }
 
-  private func record(_ report: Report) {
+  private func record(_ report: Report, of attempt: LoadAttempt) {
+    if let namePrefix, !attempt.name.hasPrefix(namePrefix) { return }
     onReport(report)
     reports.withLock { $0.append(report) }
   }
 
   var all: [Report] { reports.withLock { $0 } }
-  var starts: [LoadAttemptReport] { all.compactMap { if case .started(let a) = $0 { a } else { nil } } }
-  var ends: [(attempt: LoadAttemptReport, end: LoadAttemptReport.End)] {
+  var starts: [LoadAttempt] { all.compactMap { if case .started(let a) = $0 { a } else { nil } } }
+  var ends: [(attempt: LoadAttempt, end: LoadAttempt.End)] {
     all.compactMap { if case .ended(let a, let e) = $0 { (a, e) } else { nil } }
   }
-  var retries: [LoadAttemptReport.Retry] { all.compactMap { if case .retrying(_, let r) = $0 { r } else { nil } } }
+  var retries: [LoadAttempt.Retry] { all.compactMap { if case .retrying(_, let r) = $0 { r } else { nil } } }
 
-  func starts(named name: String) -> [LoadAttemptReport] { starts.filter { $0.name == name } }
-  func ends(named name: String) -> [LoadAttemptReport.End] { ends.filter { $0.attempt.name == name }.map(\.end) }
+  func starts(named name: String) -> [LoadAttempt] { starts.filter { $0.name == name } }
+  func ends(named name: String) -> [LoadAttempt.End] { ends.filter { $0.attempt.name == name }.map(\.end) }
 
   /// Every attempt was started once and ended once, its start before its end.
   func expectBalanced(sourceLocation: SourceLocation = #_sourceLocation) {
-    var open: Set<LoadAttemptReport.ID> = []
-    var ended: Set<LoadAttemptReport.ID> = []
+    var open: Set<LoadAttempt.ID> = []
+    var ended: Set<LoadAttempt.ID> = []
     for report in all {
       switch report {
       case .started(let attempt):
@@ -215,8 +221,8 @@ final class RecordingInstrument: LoadInstrument {
 /// The process-wide instrument is one per process: its tests run one at a time.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct ProcessWideInstrumentTests {
   @Test func theProcessWideInstrumentHearsOfEveryLoadable() async throws {
-    let recorder = RecordingInstrument()
     let prefix = "process-wide \(UInt64.random(in: 0...UInt64.max)) "
+    let recorder = RecordingInstrument(namePrefix: prefix)
     LoadInstrumentation.processWide = recorder
     defer { LoadInstrumentation.processWide = nil }
     let source = AsyncLoadable(name: prefix + "source") { 1 }
@@ -236,7 +242,7 @@ final class RecordingInstrument: LoadInstrument {
     let order = Recorder<String>()
     let prefix = "both \(UInt64.random(in: 0...UInt64.max))"
     let own = RecordingInstrument { _ in order.append("own") }
-    let global = RecordingInstrument { report in
+    let global = RecordingInstrument(namePrefix: prefix) { report in
       if case .started(let attempt) = report, attempt.name == prefix { order.append("process-wide") }
     }
     LoadInstrumentation.processWide = global

@@ -14,8 +14,8 @@ import Synchronization
 final class CountingInstrument: LoadInstrument {
   let starts = Atomic<Int>(0)
   let ends = Atomic<Int>(0)
-  func attemptStarted(_ attempt: LoadAttemptReport) { starts.add(1, ordering: .relaxed) }
-  func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End) { ends.add(1, ordering: .relaxed) }
+  func attemptStarted(_ attempt: LoadAttempt) { starts.add(1, ordering: .relaxed) }
+  func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) { ends.add(1, ordering: .relaxed) }
 }
 
 enum InstrumentSetting: String, CaseIterable {

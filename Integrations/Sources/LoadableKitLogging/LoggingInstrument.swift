@@ -40,14 +40,14 @@ public struct LoggingInstrument: LoadInstrument {
     self.jobFailureLevel = jobFailureLevel
   }
 
-  public func attemptRetrying(_ attempt: LoadAttemptReport, _ retry: LoadAttemptReport.Retry) {
+  public func attemptRetrying(_ attempt: LoadAttempt, _ retry: LoadAttempt.Retry) {
     logger.log(
       level: retryLevel,
       "\(attempt.name) will retry (\(retry.number)) in \(milliseconds(retry.delay)) after: \(String(describing: retry.error))",
       metadata: metadata(attempt))
   }
 
-  public func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End) {
+  public func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) {
     let after = end.retries == 0 ? "" : " after \(end.retries) \(end.retries == 1 ? "retry" : "retries")"
     let took = milliseconds(end.duration)
     switch end.outcome {
@@ -75,7 +75,7 @@ public struct LoggingInstrument: LoadInstrument {
       metadata: ["job.kind": .string(report.job), "job.id": .stringConvertible(report.id)])
   }
 
-  private func metadata(_ attempt: LoadAttemptReport) -> Logger.Metadata {
+  private func metadata(_ attempt: LoadAttempt) -> Logger.Metadata {
     var metadata: Logger.Metadata = [
       "loadable.name": .string(attempt.name),
       "loadable.attempt": .stringConvertible(attempt.id.rawValue),

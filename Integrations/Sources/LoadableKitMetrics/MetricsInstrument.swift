@@ -62,16 +62,16 @@ public final class MetricsInstrument: LoadInstrument, Sendable {
     Counter(label: "\(prefix)_\(metric)", dimensions: dimensions, factory: factory).increment(by: amount)
   }
 
-  public func attemptStarted(_ attempt: LoadAttemptReport) {
+  public func attemptStarted(_ attempt: LoadAttempt) {
     count("attempts_total", [("name", dimension(attempt.name)), ("intent", attempt.intent.rawValue)])
     running.increment()
   }
 
-  public func attemptRetrying(_ attempt: LoadAttemptReport, _ retry: LoadAttemptReport.Retry) {
+  public func attemptRetrying(_ attempt: LoadAttempt, _ retry: LoadAttempt.Retry) {
     count("retries_total", [("name", dimension(attempt.name))])
   }
 
-  public func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End) {
+  public func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) {
     running.decrement()
     let name = dimension(attempt.name)
     let outcome: String

@@ -24,7 +24,7 @@ public import Tracing
 public final class TracingInstrument<T: Tracer>: LoadInstrument, Sendable where T: Sendable {
   /// The tracer spans are started on.
   public let tracer: T
-  private let open = Mutex<[LoadAttemptReport.ID: T.Span]>([:])
+  private let open = Mutex<[LoadAttempt.ID: T.Span]>([:])
 
   /// Creates an instrument that starts spans on `tracer`.
   public init(tracer: T) {
@@ -34,7 +34,7 @@ public final class TracingInstrument<T: Tracer>: LoadInstrument, Sendable where 
   /// How many attempts have a span open (for tests).
   public var openSpanCount: Int { open.withLock { $0.count } }
 
-  public func attemptStarted(_ attempt: LoadAttemptReport) {
+  public func attemptStarted(_ attempt: LoadAttempt) {
     let parent: T.Span? = attempt.parent.flatMap { id in open.withLock { $0[id] } }
     let context = parent?.context ?? InstrumentationContext.current ?? .topLevel
     let span = tracer.startSpan(attempt.name, context: context, ofKind: .internal)
@@ -43,7 +43,7 @@ public final class TracingInstrument<T: Tracer>: LoadInstrument, Sendable where 
     open.withLock { $0[attempt.id] = span }
   }
 
-  public func attemptRetrying(_ attempt: LoadAttemptReport, _ retry: LoadAttemptReport.Retry) {
+  public func attemptRetrying(_ attempt: LoadAttempt, _ retry: LoadAttempt.Retry) {
     guard let span = open.withLock({ $0[attempt.id] }) else { return }
     span.addEvent(
       SpanEvent(
@@ -55,7 +55,7 @@ public final class TracingInstrument<T: Tracer>: LoadInstrument, Sendable where 
         ]))
   }
 
-  public func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End) {
+  public func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) {
     guard let span = open.withLock({ $0.removeValue(forKey: attempt.id) }) else { return }
     span.attributes["loadable.retries"] = Int64(end.retries)
     span.attributes["loadable.callers"] = Int64(end.callers)

@@ -378,8 +378,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       // An attempt cancelled while it waited for the gate does not run at all.
       let result = await self.runAttempt(attempt, probe: probe)
       let (facts, effects, next) = self.withState { state in
-        (probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now),
-          state.leaveGate())
+        (
+          probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now),
+          state.leaveGate()
+        )
       }
       next?.resume()
       if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
@@ -390,7 +392,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
   /// visible to ``loadDependency(_:)``.
-  final func runAttempt(_ attempt: LoadStateMachine<Content>.Attempt, probe: AttemptProbe?) async -> Result<Content, any Error> {
+  final func runAttempt(
+    _ attempt: LoadStateMachine<Content>.Attempt, probe: AttemptProbe?
+  ) async -> Result<Content, any Error> {
     let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
     // Published so that a wait closing a cycle through this attempt can find it.
     guard state.withLock(owner: self, { state in

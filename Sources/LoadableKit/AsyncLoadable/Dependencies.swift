@@ -146,7 +146,7 @@ final class AttemptContext: Sendable {
 
   let owner: any DependencyNode
   let intent: LoadIntent
-  /// The running attempt's identifier, the parent of the attempts it starts (for instruments).
+  /// The running attempt's identifier, the parent of the attempts it asks for (instruments).
   let attemptID: UInt64
   /// Reports the attempt's retries when an instrument is installed.
   let probe: AttemptProbe?
@@ -162,7 +162,7 @@ final class AttemptContext: Sendable {
   private let state = Mutex(State())
 
   /// Made on the attempt's own task.
-  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64 = 0, probe: AttemptProbe? = nil) {
+  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil) {
     self.owner = owner
     self.intent = intent
     self.attemptID = attemptID

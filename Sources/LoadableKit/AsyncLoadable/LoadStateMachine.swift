@@ -69,7 +69,7 @@ struct LoadStateMachine<Content: Sendable> {
   @usableFromInline typealias Delivery = LoadDelivery
   typealias Completion = LoadCompletion
   typealias Waiter = LoadWaiter
-  @usableFromInline typealias Attempt = LoadAttempt
+  @usableFromInline typealias Attempt = RunningAttempt
   typealias Decision = LoadDecision
   typealias Effects = LoadEffects
   typealias Released = LoadReleased
@@ -409,7 +409,7 @@ enum LoadWaiter {
 
 /// One running attempt. A class so the idle state stays small and the attempt can be
 /// identified and compared cheaply.
-@usableFromInline final class LoadAttempt: @unchecked Sendable {  // mutated only under the loadable's lock
+@usableFromInline final class RunningAttempt: @unchecked Sendable {  // mutated only under the loadable's lock
   let id: UInt64
   let intent: LoadIntent
   /// Waiters in registration order (resumed in that order). A waiter whose caller was
@@ -497,7 +497,7 @@ enum LoadDecision {
   case joined(Task<Void, Never>?)
   /// A new attempt was created; the caller must start its task (``AsyncLoadable/launch(_:)``)
   /// after leaving the lock.
-  case started(LoadAttempt)
+  case started(RunningAttempt)
   /// Nothing to do (a fire-and-forget request that found an attempt already running).
   case none
 }
@@ -517,7 +517,7 @@ struct LoadEffects {
 }
 
 struct LoadReleased {
-  var attempt: LoadAttempt?
+  var attempt: RunningAttempt?
   var content: (any Sendable)?
   var error: (any Error)?
 }

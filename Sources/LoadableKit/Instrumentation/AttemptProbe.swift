@@ -6,11 +6,11 @@ import Synchronization
 /// uninstrumented attempt costs one atomic load and no allocation. Every report is made outside
 /// every lock.
 final class AttemptProbe: Sendable {
-  let attempt: LoadAttemptReport
+  let attempt: LoadAttempt
   private let instruments: [any LoadInstrument]
   private let retries = Atomic<Int>(0)
 
-  private init(attempt: LoadAttemptReport, instruments: [any LoadInstrument]) {
+  private init(attempt: LoadAttempt, instruments: [any LoadInstrument]) {
     self.attempt = attempt
     self.instruments = instruments
   }
@@ -25,9 +25,9 @@ final class AttemptProbe: Sendable {
     let own = loadable.ownInstrument ?? (loadable as? any InheritsInstrument)?.inheritedInstrument
     let instruments = LoadInstrumentation.instruments(own: own)
     guard !instruments.isEmpty else { return nil }
-    let attempt = LoadAttemptReport(
-      id: LoadAttemptReport.ID(rawValue: id), name: loadable.displayName, intent: LoadAttemptReport.Intent(intent),
-      parent: parent.flatMap { $0.attemptID == 0 ? nil : LoadAttemptReport.ID(rawValue: $0.attemptID) }, startedAt: .now)
+    let attempt = LoadAttempt(
+      id: LoadAttempt.ID(rawValue: id), name: loadable.displayName, intent: LoadAttempt.Intent(intent),
+      parent: parent.flatMap { $0.attemptID == 0 ? nil : LoadAttempt.ID(rawValue: $0.attemptID) }, startedAt: .now)
     let probe = AttemptProbe(attempt: attempt, instruments: instruments)
     for instrument in instruments { instrument.attemptStarted(attempt) }
     return probe
@@ -36,14 +36,14 @@ final class AttemptProbe: Sendable {
   /// The retry policy is about to try again.
   func retrying(number: Int, error: any Error, delay: Duration) {
     retries.add(1, ordering: .relaxed)
-    let retry = LoadAttemptReport.Retry(number: number, error: error, delay: delay)
+    let retry = LoadAttempt.Retry(number: number, error: error, delay: delay)
     for instrument in instruments { instrument.attemptRetrying(attempt, retry) }
   }
 
   /// The attempt's task returned `result`; `current` tells whether the result was used (a
   /// cancelled attempt's is dropped), `callers` how many waited for it.
   func end<Content>(with result: Result<Content, any Error>, current: Bool, callers: Int) {
-    let outcome: LoadAttemptReport.Outcome =
+    let outcome: LoadAttempt.Outcome =
       switch result {
       case _ where !current: .cancelled
       case .success: .loaded
@@ -51,14 +51,14 @@ final class AttemptProbe: Sendable {
       case .failure(is CancellationError): .cancelled
       case .failure(let error): .failed(error)
       }
-    let end = LoadAttemptReport.End(
+    let end = LoadAttempt.End(
       outcome: outcome, duration: attempt.startedAt.duration(to: .now),
       retries: retries.load(ordering: .relaxed), callers: callers)
     for instrument in instruments { instrument.attemptEnded(attempt, end) }
   }
 }
 
-extension LoadAttemptReport.Intent {
+extension LoadAttempt.Intent {
   init(_ intent: LoadIntent) {
     switch intent {
     case .load: self = .load

@@ -8,7 +8,7 @@
 ///
 /// ```swift
 /// struct SlowLoadLogger: LoadInstrument {
-///   func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End) {
+///   func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) {
 ///     if end.duration > .seconds(1) { print("\(attempt.name) took \(end.duration)") }
 ///   }
 /// }
@@ -24,7 +24,7 @@
 ///   loadable it hears about, or even load it (mind that such a load is itself reported).
 /// - Each attempt is reported as exactly one ``attemptStarted(_:)`` followed, on the same
 ///   instrument, by exactly one ``attemptEnded(_:_:)``, with any ``attemptRetrying(_:_:)`` calls
-///   between them. A started call always comes before the ``LoadAttemptReport/parent``'s ended call,
+///   between them. A started call always comes before the ``LoadAttempt/parent``'s ended call,
 ///   as the parent waits for (or started) the child.
 /// - Calls come from whatever task did the work; different attempts report concurrently. The
 ///   instrument must be thread-safe and should return quickly: it runs on the loading path.
@@ -33,15 +33,15 @@ public protocol LoadInstrument: Sendable {
   ///
   /// - Parameter attempt: the attempt: its loadable's name, its intent and the attempt that asked
   ///   for it, if any.
-  func attemptStarted(_ attempt: LoadAttemptReport)
+  func attemptStarted(_ attempt: LoadAttempt)
 
   /// A try within the attempt failed and the loadable's ``RetryPolicy`` tries again after a delay.
-  func attemptRetrying(_ attempt: LoadAttemptReport, _ retry: LoadAttemptReport.Retry)
+  func attemptRetrying(_ attempt: LoadAttempt, _ retry: LoadAttempt.Retry)
 
   /// The attempt ended: loaded, failed, cancelled or timed out.
   ///
   /// A cancelled attempt ends when its work returns (at once for cooperative work).
-  func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End)
+  func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End)
 
   /// A ``ContentLoader`` claim began.
   func claimBegan(_ claim: LoadClaimReport)
@@ -55,11 +55,11 @@ public protocol LoadInstrument: Sendable {
 
 extension LoadInstrument {
   /// Does nothing.
-  public func attemptStarted(_ attempt: LoadAttemptReport) {}
+  public func attemptStarted(_ attempt: LoadAttempt) {}
   /// Does nothing.
-  public func attemptRetrying(_ attempt: LoadAttemptReport, _ retry: LoadAttemptReport.Retry) {}
+  public func attemptRetrying(_ attempt: LoadAttempt, _ retry: LoadAttempt.Retry) {}
   /// Does nothing.
-  public func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End) {}
+  public func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) {}
   /// Does nothing.
   public func claimBegan(_ claim: LoadClaimReport) {}
   /// Does nothing.

@@ -16,15 +16,15 @@ public struct MultiplexLoadInstrument: LoadInstrument {
     self.instruments = instruments
   }
 
-  public func attemptStarted(_ attempt: LoadAttemptReport) {
+  public func attemptStarted(_ attempt: LoadAttempt) {
     for instrument in instruments { instrument.attemptStarted(attempt) }
   }
 
-  public func attemptRetrying(_ attempt: LoadAttemptReport, _ retry: LoadAttemptReport.Retry) {
+  public func attemptRetrying(_ attempt: LoadAttempt, _ retry: LoadAttempt.Retry) {
     for instrument in instruments { instrument.attemptRetrying(attempt, retry) }
   }
 
-  public func attemptEnded(_ attempt: LoadAttemptReport, _ end: LoadAttemptReport.End) {
+  public func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) {
     for instrument in instruments { instrument.attemptEnded(attempt, end) }
   }
 

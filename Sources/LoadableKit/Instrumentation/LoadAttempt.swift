@@ -1,5 +1,5 @@
 /// One attempt of a loadable, as an instrument hears of it (see ``LoadInstrument``).
-public struct LoadAttemptReport: Sendable, Identifiable, CustomStringConvertible {
+public struct LoadAttempt: Sendable, Identifiable, CustomStringConvertible {
   /// Identifies an attempt within the process. Parents refer to their children's requesters by it.
   public struct ID: Hashable, Sendable, CustomStringConvertible {
     /// A number unique within the process.
