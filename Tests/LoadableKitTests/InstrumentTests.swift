@@ -218,8 +218,38 @@ final class RecordingInstrument: LoadInstrument {
 
 }
 
+/// A job that reports progress at 5 %, 15 % and 55 %, posts a message and returns.
+struct InstrumentedWork: JobWork {
+  static let kind = "test.instrumented"
+  func run(in context: JobContext<Int>) async throws -> Int {
+    context.reportProgress(completed: 1, total: 20)
+    context.reportProgress(completed: 3, total: 20)
+    context.reportProgress(completed: 11, total: 20)
+    context.post("half way", severity: .warning)
+    return 1
+  }
+}
+
 /// The process-wide instrument is one per process: its tests run one at a time.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct ProcessWideInstrumentTests {
+  @Test func aJobReportsItsStatusesMessagesAndTenthsOfProgress() async throws {
+    let recorder = RecordingInstrument(namePrefix: "no attempts ")
+    LoadInstrumentation.processWide = recorder
+    defer { LoadInstrumentation.processWide = nil }
+    let job = Job(InstrumentedWork())
+    job.start()
+    _ = try await job.output
+
+    let mine = recorder.jobReports.filter { $0.job == InstrumentedWork.kind }
+    #expect(Set(mine.map(\.id)).count == 1)
+    let statuses = mine.compactMap { if case .status(let status) = $0.event { status } else { nil } }
+    let messages = mine.compactMap { if case .message(let message) = $0.event { message.text } else { nil } }
+    let tenths = mine.compactMap { if case .progress(let fraction) = $0.event { fraction } else { nil } }
+    #expect(statuses == [.started, .succeeded])
+    #expect(messages == ["half way"])
+    #expect(tenths == [0.1, 0.5, 1.0])
+  }
+
   @Test func theProcessWideInstrumentHearsOfEveryLoadable() async throws {
     let prefix = "process-wide \(UInt64.random(in: 0...UInt64.max)) "
     let recorder = RecordingInstrument(namePrefix: prefix)

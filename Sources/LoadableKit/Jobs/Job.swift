@@ -273,6 +273,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     if let runID = effects.launch { launch(runID) }
     notifyObservation(of: effects.changes)
     if effects.drain { drainObservers() }
+    if !effects.reports.isEmpty { JobProbe.report(effects.reports, job: self, name: Work.kind) }
   }
 }
 

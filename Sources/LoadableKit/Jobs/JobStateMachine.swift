@@ -47,6 +47,9 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     var launch: UInt64?
     var changes: JobChanges = []
     var drain = false
+    /// What to tell the installed instruments, outside the lock: status changes, messages and
+    /// tenths of progress (collected only while some instrument is installed).
+    var reports: [JobReport.Event] = []
   }
 
   enum CancelOutcome: Equatable, Sendable {
@@ -364,12 +367,16 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   private mutating func flushProgress(_ effects: inout Effects) {
     guard progress > publishedProgress else { return }
+    if LoadInstrumentation.isActive, let tenth = JobProbe.tenthCrossed(from: publishedProgress, to: progress) {
+      effects.reports.append(.progress(tenth))
+    }
     publishedProgress = progress
     emit(.progress(progress), &effects)
     effects.changes.insert(.progress)
   }
 
   private mutating func emit(_ event: JobEvent, _ effects: inout Effects) {
+    if LoadInstrumentation.isActive, let report = JobReport.Event(event) { effects.reports.append(report) }
     guard !observers.isEmpty else { return }
     for index in observers.indices { observers.values[index].pending.append(.event(event)) }
     if startDraining() { effects.drain = true }
