@@ -48,6 +48,10 @@ import Synchronization
 open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Sendable {
   /// A copy of the status for the lock-free fast path of ``load()``; written under the lock.
   @usableFromInline let statusMirror = Atomic<UInt8>(0)
+  /// Set once the state has its out-of-line part (observers, dependencies, listeners, settings):
+  /// only then has `deinit` anything to tear down, and only then does it take the lock. Written
+  /// by ``withState(_:)``, through which every path that creates that part goes.
+  let hasExtras = Atomic<Bool>(false)
   @usableFromInline let state: Mutex<LoadStateMachine<Content>>
   @usableFromInline let operation: Operation?
 
@@ -116,6 +120,11 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   deinit {
+    // An idle loadable has nothing to tear down: no lock, and no generic metadata to look up.
+    guard hasExtras.load(ordering: .acquiring) else {
+      assert(state.withLock(owner: self) { $0.extras == nil }, "extras created outside withState(_:)")
+      return
+    }
     guard
       let extras = state.withLock(owner: self, { state in
         defer { state.extras = nil }
@@ -373,7 +382,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
     let task = TaskLaunch.start {
       await withUnsafeContinuation { continuation in
-        if self.state.withLock(owner: self, { $0.enterGate(continuation) }) { continuation.resume() }
+        if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
       let result = await self.runAttempt(attempt, probe: probe)
@@ -427,6 +436,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     state.withLock(owner: self) { state in
       let result = body(&state)
       statusMirror.store(state.status.code, ordering: .releasing)
+      if state.extras != nil && !hasExtras.load(ordering: .relaxed) { hasExtras.store(true, ordering: .releasing) }
       return result
     }
   }
@@ -466,7 +476,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
-    state.withLock(owner: self) { state in
+    withState { state in
       let id = nextUniqueID()
       state.more.contentListeners[id] = listener
       return id
@@ -568,7 +578,7 @@ extension AsyncLoadable {
   }
 
   final func addObserver(_ handler: @escaping ObserverRegistry.Handler, onEnd: (@Sendable () -> Void)?) -> UInt64 {
-    let (id, drain) = state.withLock(owner: self) { state in
+    let (id, drain) = withState { state in
       let current = state.status
       return state.more.observers.add(.init(handler: handler, onEnd: onEnd), current: current)
     }

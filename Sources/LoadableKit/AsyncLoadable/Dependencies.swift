@@ -28,7 +28,7 @@ extension AsyncLoadable {
   /// map.addDependency(layer, kind: .incidental)           // the map loads without it
   /// ```
   public func addDependency(_ dependency: any Loadable, kind: DependencyKind = .required) {
-    state.withLock(owner: self) { $0.more.dependencies.append((dependency, kind)) }
+    withState { $0.more.dependencies.append((dependency, kind)) }
   }
 
   /// The declared dependencies, in the order they were added, including the parents that

@@ -140,7 +140,7 @@ extension AsyncLoadable {
     get { state.withLock(owner: self) { $0.extras?.settings?.options } ?? LoadOptions() }
     set {
       // The old settings (the user's clock and closures) are released after the lock.
-      _ = state.withLock(owner: self) { state -> LoadableSettings? in
+      _ = withState { state -> LoadableSettings? in
         defer {
           let old = state.extras?.settings
           state.more.settings = LoadableSettings(options: newValue, name: old?.name, instrument: old?.instrument)
@@ -155,7 +155,7 @@ extension AsyncLoadable {
   public var name: String? {
     get { state.withLock(owner: self) { $0.extras?.settings?.name } }
     set {
-      _ = state.withLock(owner: self) { state -> LoadableSettings? in
+      _ = withState { state -> LoadableSettings? in
         defer {
           let old = state.extras?.settings
           state.more.settings = LoadableSettings(options: old?.options, name: newValue, instrument: old?.instrument)

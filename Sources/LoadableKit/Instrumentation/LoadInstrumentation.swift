@@ -73,7 +73,7 @@ extension AsyncLoadable {
     set {
       if newValue != nil { LoadInstrumentation.noteObjectInstrument() }
       // The old settings (the user's instrument, clock and closures) are released after the lock.
-      _ = state.withLock(owner: self) { state -> LoadableSettings? in
+      _ = withState { state -> LoadableSettings? in
         let old = state.extras?.settings
         state.more.settings = LoadableSettings(options: old?.options, name: old?.name, instrument: newValue)
         return old
