@@ -405,28 +405,23 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     _ attempt: LoadStateMachine<Content>.Attempt, probe: AttemptProbe?
   ) async -> Result<Content, any Error> {
     let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
-    // Published so that a wait closing a cycle through this attempt can find it.
-    guard state.withLock(owner: self, { state in
-      guard state.attempt === attempt else { return false }
+    // One read: the context is published (so that a wait closing a cycle through this attempt
+    // can find it), and the dependencies and options this attempt runs with are taken.
+    let start = state.withLock(owner: self) { state -> (dependencies: [(loadable: any Loadable, kind: DependencyKind)], options: LoadOptions?)? in
+      guard state.attempt === attempt else { return nil }
       attempt.context = context
-      return true
-    }) else { return .failure(CancellationError()) }
+      return (state.extras?.dependencies ?? [], state.extras?.settings?.options)
+    }
+    guard let start else { return .failure(CancellationError()) }
     return await AttemptContext.run(context) {
       do {
-        try await loadDeclaredDependencies(in: context)
-        return .success(try await runPerformLoad())
+        try await loadDeclaredDependencies(start.dependencies, in: context)
+        guard let options = start.options else { return .success(try await performLoad()) }
+        return .success(try await options.run { try await self.performLoad() })
       } catch {
         return .failure(error)
       }
     }
-  }
-
-  /// Runs ``performLoad()`` under the loadable's retry policy and timeout.
-  func runPerformLoad() async throws -> Content {
-    guard let options = state.withLock(owner: self, { $0.extras?.settings?.options }) else {
-      return try await performLoad()
-    }
-    return try await options.run { try await self.performLoad() }
   }
 
   // MARK: - Effects
