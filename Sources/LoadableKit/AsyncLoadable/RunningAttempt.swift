@@ -40,7 +40,11 @@ enum LoadWaiter {
   /// Where each waiter still waiting sits in `waiters`.
   var slots: [UInt64: Int] = [:]
 
+  /// How many waiters ever joined, those that left included (for instruments).
+  var joinedCount = 0
+
   func add(_ waiter: (id: UInt64, waiter: LoadWaiter)) {
+    joinedCount += 1
     slots[waiter.id] = waiters.count
     waiters.append(waiter)
   }

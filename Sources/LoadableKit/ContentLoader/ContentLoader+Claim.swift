@@ -18,12 +18,15 @@ extension ContentLoader {
     var entry: KeyedLoadable?
     /// The claim's priority, under the loader's lock.
     var rank: ClaimPriority
+    /// Reports the claim to the instruments; `nil` when none is installed.
+    let probe: ClaimProbe?
 
     init(loader: ContentLoader, key: Key, id: UInt64, priority: ClaimPriority) {
       self.loader = loader
       self.key = key
       self.id = id
       self.rank = priority
+      self.probe = ClaimProbe.begin(loader: loader.name, key: key, own: loader.instrument)
     }
 
     /// How urgently this claim needs its key; changeable while the claim lives.
@@ -39,6 +42,7 @@ extension ContentLoader {
 
     deinit {
       loader.end(self)
+      probe?.end()
     }
 
     /// Ends the claim. Calling it again, or letting the claim be deallocated afterwards, does
@@ -48,6 +52,7 @@ extension ContentLoader {
     /// handlers are not called any more.
     public func end() {
       loader.end(self)
+      probe?.end()
     }
 
     /// Whether the claim has not ended yet.

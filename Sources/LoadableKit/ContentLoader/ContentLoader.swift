@@ -36,7 +36,7 @@ import Synchronization
 ///   combinators, and a load the key's claims started is cancelled when they all end, the
 ///   loadable going back to how it was.
 /// - **Bounded memory.** An entry without claims is idle. Idle entries are evicted, least
-///   recently used first, beyond ``init(gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:clock:existingValue:load:)``'s
+///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:clock:instrument:existingValue:load:)``'s
 ///   `maximumIdleCount` and after its `idleTimeout`, measured on the injected clock.
 ///
 /// The loader is thread-safe without actor isolation. Its state is a value held in a `Mutex`;
@@ -61,10 +61,16 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   let cost: (@Sendable (Value) -> Int)?
   /// Bounds the loads running at once, when `maximumConcurrentLoads` is set.
   let limiter: LoadLimiter?
+  /// The loader's name: its keys' loadables are named `name[key]`.
+  public let name: String
+  /// The instrument told about this loader's claims and its keys' attempts, if any.
+  let instrument: (any LoadInstrument)?
 
   /// Creates a loader.
   ///
   /// - Parameters:
+  ///   - name: The loader's name, for instruments and dependency trees: a key's loadable is named
+  ///     `name[key]`, such as `thumbnails[42]`.
   ///   - gracePeriod: How long a load goes on after the last claim on its key ended, so that a
   ///     key claimed again at once — a reused cell — does not restart its load. The default,
   ///     `.zero`, cancels at once. A negative value counts as `.zero`.
@@ -90,6 +96,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     they alone exceed it. `nil`, the default, sets no limit.
   ///   - clock: The clock that measures `gracePeriod`, `idleTimeout` and `staleAfter`. Tests pass
   ///     a `TestClock` from `LoadableKitTesting`.
+  ///   - instrument: An instrument told about this loader's claims and its keys' attempts, before
+  ///     the process-wide one (see <doc:ObservingLoadables>); `nil` for none.
   ///   - existingValue: The data source's synchronous hook for a value that exists already
   ///     (a memory or disk cache), with its version, or `nil`. It is called, outside any lock,
   ///     when an entry is made for a key; the value is shown while the first load runs.
@@ -99,6 +107,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     early. Its result is dropped once cancelled. Loadables it loads are dependencies of the
   ///     key's attempt.
   public init(
+    name: String = "ContentLoader",
     gracePeriod: Duration = .zero,
     idleTimeout: Duration? = .seconds(300),
     maximumIdleCount: Int = 500,
@@ -107,6 +116,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     cost: (@Sendable (Value) -> Int)? = nil,
     totalCostLimit: Int? = nil,
     clock: any Clock<Duration> = ContinuousClock(),
+    instrument: (any LoadInstrument)? = nil,
     existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
     load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version)
   ) {
@@ -124,6 +134,9 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     timeline = Timeline(clock)
     self.existingValue = existingValue
     self.loadValue = load
+    self.name = name
+    self.instrument = instrument
+    if instrument != nil { LoadInstrumentation.noteObjectInstrument() }
   }
 
   deinit {
