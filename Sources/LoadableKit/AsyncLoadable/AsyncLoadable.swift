@@ -48,6 +48,10 @@ import Synchronization
 open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Sendable {
   /// A copy of the status for the lock-free fast path of ``load()``; written under the lock.
   @usableFromInline let statusMirror = Atomic<UInt8>(0)
+  /// Set once the state has its out-of-line part (observers, dependencies, listeners, settings):
+  /// only then has `deinit` anything to tear down, and only then does it take the lock. Written
+  /// by ``withState(_:)``, through which every path that creates that part goes.
+  let hasExtras = Atomic<Bool>(false)
   @usableFromInline let state: Mutex<LoadStateMachine<Content>>
   @usableFromInline let operation: Operation?
 
@@ -116,6 +120,11 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   deinit {
+    // An idle loadable has nothing to tear down: no lock, and no generic metadata to look up.
+    guard hasExtras.load(ordering: .acquiring) else {
+      assert(state.withLock(owner: self) { $0.extras == nil }, "extras created outside withState(_:)")
+      return
+    }
     guard
       let extras = state.withLock(owner: self, { state in
         defer { state.extras = nil }
@@ -334,7 +343,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         case .failure(let error): continuation.resume(throwing: error)
         case .joined(let task): task?.escalatePriority(to: Task.currentPriority)
         case .none: break
-        case .started(let attempt): launch(attempt)
+        case .started(let attempt): launch(attempt, parent: context)
         }
         AttemptContext.outside { deliver(event, contentChanged: false) }
       }
@@ -349,6 +358,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   final func submit(_ request: LoadRequest, completion: LoadStateMachine<Content>.Completion?) {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     let waiter = completion.map { (nextUniqueID(), LoadStateMachine<Content>.Waiter.completion($0)) }
+    let parent = LoadInstrumentation.isActive ? AttemptContext.current : nil  // for the instruments
     let (decision, event) = withState {
       $0.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
     }
@@ -360,23 +370,30 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       case .joined, .none: break
       // Started last, so that a fast attempt cannot call the completion handler while this call
       // is still delivering the status change.
-      case .started(let attempt): launch(attempt)
+      case .started(let attempt): launch(attempt, parent: parent)
       }
     }
   }
 
   /// Starts the task of a new attempt. The task keeps the loadable alive until it ends.
-  final func launch(_ attempt: LoadStateMachine<Content>.Attempt) {
+  /// `parent` is the attempt that asked for it, if any (for the instruments).
+  final func launch(_ attempt: LoadStateMachine<Content>.Attempt, parent: AttemptContext? = nil) {
+    // Reports the start to the installed instruments; one atomic load when there are none.
+    let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
     let task = TaskLaunch.start {
       await withUnsafeContinuation { continuation in
-        if self.state.withLock(owner: self, { $0.enterGate(continuation) }) { continuation.resume() }
+        if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
-      let result = await self.runAttempt(attempt)
-      let (effects, next) = self.withState { state in
-        (state.finish(attempt, with: result, now: .now), state.leaveGate())
+      let result = await self.runAttempt(attempt, probe: probe)
+      let (facts, effects, next) = self.withState { state in
+        (
+          probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now),
+          state.leaveGate()
+        )
       }
       next?.resume()
+      if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
       self.perform(effects)
     }
     if withState({ $0.attach(task, to: attempt) }) { task.cancel() }
@@ -384,30 +401,27 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
   /// visible to ``loadDependency(_:)``.
-  final func runAttempt(_ attempt: LoadStateMachine<Content>.Attempt) async -> Result<Content, any Error> {
-    let context = AttemptContext(owner: self, intent: attempt.intent)
-    // Published so that a wait closing a cycle through this attempt can find it.
-    guard state.withLock(owner: self, { state in
-      guard state.attempt === attempt else { return false }
+  final func runAttempt(
+    _ attempt: LoadStateMachine<Content>.Attempt, probe: AttemptProbe?
+  ) async -> Result<Content, any Error> {
+    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
+    // One read: the context is published (so that a wait closing a cycle through this attempt
+    // can find it), and the dependencies and options this attempt runs with are taken.
+    let start = state.withLock(owner: self) { state -> (dependencies: [(loadable: any Loadable, kind: DependencyKind)], options: LoadOptions?)? in
+      guard state.attempt === attempt else { return nil }
       attempt.context = context
-      return true
-    }) else { return .failure(CancellationError()) }
+      return (state.extras?.dependencies ?? [], state.extras?.settings?.options)
+    }
+    guard let start else { return .failure(CancellationError()) }
     return await AttemptContext.run(context) {
       do {
-        try await loadDeclaredDependencies(in: context)
-        return .success(try await runPerformLoad())
+        try await loadDeclaredDependencies(start.dependencies, in: context)
+        guard let options = start.options else { return .success(try await performLoad()) }
+        return .success(try await options.run { try await self.performLoad() })
       } catch {
         return .failure(error)
       }
     }
-  }
-
-  /// Runs ``performLoad()`` under the loadable's retry policy and timeout.
-  func runPerformLoad() async throws -> Content {
-    guard let options = state.withLock(owner: self, { $0.extras?.settings?.options }) else {
-      return try await performLoad()
-    }
-    return try await options.run { try await self.performLoad() }
   }
 
   // MARK: - Effects
@@ -417,6 +431,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     state.withLock(owner: self) { state in
       let result = body(&state)
       statusMirror.store(state.status.code, ordering: .releasing)
+      if state.extras != nil && !hasExtras.load(ordering: .relaxed) { hasExtras.store(true, ordering: .releasing) }
       return result
     }
   }
@@ -456,7 +471,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
-    state.withLock(owner: self) { state in
+    withState { state in
       let id = nextUniqueID()
       state.more.contentListeners[id] = listener
       return id
@@ -558,7 +573,7 @@ extension AsyncLoadable {
   }
 
   final func addObserver(_ handler: @escaping ObserverRegistry.Handler, onEnd: (@Sendable () -> Void)?) -> UInt64 {
-    let (id, drain) = state.withLock(owner: self) { state in
+    let (id, drain) = withState { state in
       let current = state.status
       return state.more.observers.add(.init(handler: handler, onEnd: onEnd), current: current)
     }

@@ -28,7 +28,7 @@ extension AsyncLoadable {
   /// map.addDependency(layer, kind: .incidental)           // the map loads without it
   /// ```
   public func addDependency(_ dependency: any Loadable, kind: DependencyKind = .required) {
-    state.withLock(owner: self) { $0.more.dependencies.append((dependency, kind)) }
+    withState { $0.more.dependencies.append((dependency, kind)) }
   }
 
   /// The declared dependencies, in the order they were added, including the parents that
@@ -84,8 +84,9 @@ extension AsyncLoadable {
 
   /// Loads the declared dependencies: incidental ones are started, required ones awaited
   /// concurrently; the first failure cancels the others and fails the attempt.
-  final func loadDeclaredDependencies(in context: AttemptContext) async throws {
-    let declared = state.withLock(owner: self) { $0.extras?.dependencies ?? [] }
+  final func loadDeclaredDependencies(
+    _ declared: [(loadable: any Loadable, kind: DependencyKind)], in context: AttemptContext
+  ) async throws {
     guard !declared.isEmpty else { return }
     var required: [any Loadable] = []
     for (dependency, kind) in declared {
@@ -146,6 +147,10 @@ final class AttemptContext: Sendable {
 
   let owner: any DependencyNode
   let intent: LoadIntent
+  /// The running attempt's identifier, the parent of the attempts it asks for (instruments).
+  let attemptID: UInt64
+  /// Reports the attempt's retries when an instrument is installed.
+  let probe: AttemptProbe?
   /// The task the attempt runs on.
   private let task: UInt
 
@@ -158,9 +163,11 @@ final class AttemptContext: Sendable {
   private let state = Mutex(State())
 
   /// Made on the attempt's own task.
-  init(owner: any DependencyNode, intent: LoadIntent) {
+  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil) {
     self.owner = owner
     self.intent = intent
+    self.attemptID = attemptID
+    self.probe = probe
     self.task = currentTaskIdentity()
   }
 
@@ -189,7 +196,7 @@ final class AttemptContext: Sendable {
       endWait(on: target)
       throw LoadableError(
         code: .dependencyCycle,
-        message: "\(type(of: owner)) waits for \(type(of: target)), which is already waiting for it")
+        message: "\(LoadableNames.name(of: owner)) waits for \(LoadableNames.name(of: target)), which is already waiting for it")
     }
   }
 

@@ -40,7 +40,9 @@ public struct LoadOptions: Sendable {
         guard let retryPolicy, failures < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error),
           !Task.isCancelled
         else { throw error }
-        try await clock.sleep(for: retryPolicy.delay(beforeRetry: failures))
+        let delay = retryPolicy.delay(beforeRetry: failures)
+        AttemptContext.current?.probe?.retrying(number: failures, error: error, delay: delay)
+        try await clock.sleep(for: delay)
       }
     }
   }
@@ -123,10 +125,12 @@ public struct RetryPolicy: Sendable {
 final class LoadableSettings: Sendable {
   let options: LoadOptions?
   let name: String?
+  let instrument: (any LoadInstrument)?
 
-  init(options: LoadOptions?, name: String?) {
+  init(options: LoadOptions?, name: String?, instrument: (any LoadInstrument)? = nil) {
     self.options = options
     self.name = name
+    self.instrument = instrument
   }
 }
 
@@ -136,19 +140,26 @@ extension AsyncLoadable {
     get { state.withLock(owner: self) { $0.extras?.settings?.options } ?? LoadOptions() }
     set {
       // The old settings (the user's clock and closures) are released after the lock.
-      _ = state.withLock(owner: self) { state -> LoadableSettings? in
-        defer { state.more.settings = LoadableSettings(options: newValue, name: state.extras?.settings?.name) }
+      _ = withState { state -> LoadableSettings? in
+        defer {
+          let old = state.extras?.settings
+          state.more.settings = LoadableSettings(options: newValue, name: old?.name, instrument: old?.instrument)
+        }
         return state.extras?.settings
       }
     }
   }
 
-  /// A name for debugging output such as ``dependencyTreeDescription``.
+  /// The name given at creation or with ``named(_:)``, if any; see ``displayName`` for the name
+  /// every loadable has.
   public var name: String? {
     get { state.withLock(owner: self) { $0.extras?.settings?.name } }
     set {
-      _ = state.withLock(owner: self) { state -> LoadableSettings? in
-        defer { state.more.settings = LoadableSettings(options: state.extras?.settings?.options, name: newValue) }
+      _ = withState { state -> LoadableSettings? in
+        defer {
+          let old = state.extras?.settings
+          state.more.settings = LoadableSettings(options: old?.options, name: newValue, instrument: old?.instrument)
+        }
         return state.extras?.settings
       }
     }

@@ -22,8 +22,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// A loadable handed out by ``ContentLoader/loadable(for:)``, held weakly: it lives exactly as
   /// long as its users keep it, and the same instance is handed out meanwhile.
   ///
-  /// A class, so that the weak reference lives in one place and is never copied in and out of
-  /// the dictionary's storage.
+  /// A class, not a struct: Swift 6.3.1 miscompiles reading a struct's `weak` field through an
+  /// optional dictionary lookup (`handedOut[key]?.entry` on a missing key read uninitialised
+  /// memory and crashed in release builds).
   final class HandedOut {
     weak var entry: Entry?
     let id: ObjectIdentifier
@@ -110,7 +111,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       if let fresh { effects.released.entries.append(fresh) }
       return entry
     }
-    if let entry = handedOut[key]?.entry {
+    if let handed = handedOut[key], let entry = handed.entry {
       if let fresh { effects.released.entries.append(fresh) }
       insert(entry, &effects)
       return entry
@@ -129,14 +130,14 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
   /// ``ContentLoader/loadable(for:)``: the key's entry, remembered weakly as handed out.
   mutating func handOut(_ key: Key, fresh: Entry?) -> Entry? {
-    guard let entry = index[key] ?? handedOut[key]?.entry ?? fresh else { return nil }
+    guard let entry = index[key] ?? handedOut[key].flatMap({ $0.entry }) ?? fresh else { return nil }
     handedOut[key] = HandedOut(entry: entry, id: ObjectIdentifier(entry))
     return entry
   }
 
   /// A handed-out loadable was deallocated.
   mutating func forget(_ key: Key, id: ObjectIdentifier) {
-    if handedOut[key]?.id == id { handedOut.removeValue(forKey: key) }
+    if let handed = handedOut[key], handed.id == id { handedOut.removeValue(forKey: key) }
   }
 
   /// The key's loadable changed (an attempt started or ended, whoever caused it). A loadable that
@@ -147,7 +148,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     guard !isShutDown else { return effects }
     if !entry.isInIndex {
       guard entry.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code, index[entry.key] == nil,
-        handedOut[entry.key]?.id ?? ObjectIdentifier(entry) == ObjectIdentifier(entry)
+        (handedOut[entry.key].map { $0.id } ?? ObjectIdentifier(entry)) == ObjectIdentifier(entry)
       else { return effects }
       insert(entry, &effects)
     } else {
