@@ -329,9 +329,30 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       return try answer.get()
     }
     let waiterID = nextUniqueID()
-    try context?.beginWait(on: self)
-    defer { context?.endWait(on: self) }
-    return try await withTaskCancellationHandler {
+    guard let context else { return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil) }
+    try context.beginWait(on: self)
+    defer { context.endWait(on: self) }
+    // Demand flows upstream: when the dependent's task is escalated (a claim on a key raised to
+    // visible, a higher-priority caller joining), the attempt it waits for is escalated too, and
+    // so on up the graph, each waiting attempt passing it on to the one it waits for.
+    return try await withTaskPriorityEscalationHandler {
+      try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: context)
+    } onPriorityEscalated: { _, priority in
+      self.escalateRunningAttempt(to: priority)
+    }
+  }
+
+  /// Raises the priority of the running attempt's task (a task's priority is never lowered).
+  final func escalateRunningAttempt(to priority: TaskPriority) {
+    withState { $0.attempt?.task }?.escalatePriority(to: priority)
+  }
+
+  /// Waits for the running attempt, joining it or starting one: the second half of
+  /// ``request(_:from:)``.
+  nonisolated(nonsending) private final func wait(
+    for request: LoadRequest, needsSync: Bool, waiterID: UInt64, from context: AttemptContext?
+  ) async throws -> LoadStateMachine<Content>.Delivery {
+    try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine<Content>.Continuation) in
         let (decision, event) = withState {
           $0.decide(
@@ -341,7 +362,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         switch decision {
         case .content(let content): continuation.resume(returning: content)
         case .failure(let error): continuation.resume(throwing: error)
-        case .joined(let task): task?.escalatePriority(to: Task.currentPriority)
+        case .joined(let task):
+          let priority = Task.currentPriority
+          (task ?? withState { $0.escalate(to: priority) })?.escalatePriority(to: priority)
         case .none: break
         case .started(let attempt): launch(attempt, parent: context)
         }
@@ -396,7 +419,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
       self.perform(effects)
     }
-    if withState({ $0.attach(task, to: attempt) }) { task.cancel() }
+    let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
+    if let escalate { task.escalatePriority(to: escalate) }
+    if cancel { task.cancel() }
   }
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent

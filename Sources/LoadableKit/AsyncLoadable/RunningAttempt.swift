@@ -79,6 +79,9 @@ enum LoadWaiter {
   var context: AttemptContext?
   /// The task running the attempt; `nil` until the starter stores it.
   var task: Task<Void, Never>?
+  /// The highest priority a caller asked for before the task was stored (the task may already
+  /// run by then): applied when it is.
+  var pendingPriority: TaskPriority?
   /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
   var startedByDependent: Bool
   /// Somebody who is not a waiter wants it — it was started by a caller rather than a

@@ -217,8 +217,9 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// went up (a running task is never lowered).
   func reprioritize(_ entry: KeyedLoadable, to priority: ClaimPriority, raised: Bool) {
     limiter?.reprioritize(ObjectIdentifier(entry), to: priority)
-    if raised, let task = entry.state.withLock(owner: entry, { $0.attempt?.task }) {
-      task.escalatePriority(to: priority.taskPriority)
+    if raised {
+      let priority = priority.taskPriority
+      entry.withState { $0.escalate(to: priority) }?.escalatePriority(to: priority)
     }
   }
 
