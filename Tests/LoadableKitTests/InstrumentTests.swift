@@ -315,3 +315,21 @@ struct InstrumentedWork: JobWork {
     #expect(recorder.claimReports.map(\.began) == [true, false])
   }
 }
+
+/// ``InstrumentedWork`` under another kind, so the process-wide test does not see its jobs.
+struct OwnInstrumentedWork: JobWork {
+  static let kind = "test.instrumented.own"
+  func run(in context: JobContext<Int>) async throws -> Int { try await InstrumentedWork().run(in: context) }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct JobInstrumentTests {
+  @Test func aJobsOwnInstrumentFromItsOptionsHearsOfIt() async throws {
+    let recorder = RecordingInstrument()
+    let job = Job(OwnInstrumentedWork(), options: JobOptions(instrument: recorder))
+    job.start()
+    _ = try await job.output
+    let statuses = recorder.jobReports.compactMap { if case .status(let status) = $0.event { status } else { nil } }
+    #expect(statuses == [.started, .succeeded])
+    #expect(recorder.jobReports.allSatisfy { $0.job == OwnInstrumentedWork.kind })
+  }
+}

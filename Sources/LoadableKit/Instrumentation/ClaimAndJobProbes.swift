@@ -39,8 +39,10 @@ final class ClaimProbe: Sendable {
 /// them after releasing its lock.
 enum JobProbe {
   /// Reports `events` of the job `job` (its identity) named `name`, in order.
-  static func report(_ events: [JobReport.Event], job: AnyObject, name: @autoclosure () -> String) {
-    let instruments = LoadInstrumentation.instruments(own: nil)
+  static func report(
+    _ events: [JobReport.Event], job: AnyObject, name: @autoclosure () -> String, own: (any LoadInstrument)?
+  ) {
+    let instruments = LoadInstrumentation.instruments(own: own)
     guard !instruments.isEmpty else { return }
     let name = name()
     let id = identity(of: job)

@@ -289,7 +289,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     effects.cancelTask?.cancel()
     notifyObservation(of: effects.changes)
     if effects.drain { drainObservers() }
-    if !effects.reports.isEmpty { JobProbe.report(effects.reports, job: self, name: Work.kind) }
+    if !effects.reports.isEmpty { JobProbe.report(effects.reports, job: self, name: Work.kind, own: options.instrument) }
     for park in effects.resumeParked { park.resume() }
     for park in effects.cancelParked { park.resume(throwing: CancellationError()) }
     for waiter in effects.settled { waiter.resume() }
