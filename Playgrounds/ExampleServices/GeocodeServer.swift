@@ -39,7 +39,7 @@ public struct AddressCandidate: Codable, Sendable, Hashable {
 }
 
 /// A candidate with its score (0–100).
-public struct ScoredCandidate: Sendable, Hashable {
+public struct ScoredCandidate: Codable, Sendable, Hashable {
   public var candidate: AddressCandidate
   public var score: Int
 }

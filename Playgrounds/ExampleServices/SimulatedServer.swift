@@ -1,16 +1,21 @@
+import LoadableKit
+
 /// An HTTP-style failure from a simulated server.
-public struct ServiceError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ServiceError: RetryAfterError, Hashable, Sendable, CustomStringConvertible {
   /// The HTTP status code.
   public var code: Int
   /// The HTTP reason phrase.
   public var reason: String
   /// The path that was asked for.
   public var path: String
+  /// How long the server asked to wait before trying again (its `Retry-After` header), if it did.
+  public var retryAfter: Duration?
 
-  public init(code: Int, reason: String, path: String) {
+  public init(code: Int, reason: String, path: String, retryAfter: Duration? = nil) {
     self.code = code
     self.reason = reason
     self.path = path
+    self.retryAfter = retryAfter
   }
 
   public static func unavailable(_ path: String) -> ServiceError {
