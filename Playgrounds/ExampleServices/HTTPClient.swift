@@ -126,7 +126,9 @@ public final class HTTPClient: Sendable {
     case .cancelled:
       // The only way this client's tasks are cancelled is their Swift task being cancelled.
       return CancellationError()
-    case .networkConnectionLost, .cannotParseResponse, .badServerResponse:
+    case .networkConnectionLost, .cannotParseResponse, .badServerResponse,
+      // FoundationNetworking on Linux reports a body cut short (curl's "partial file") as unknown.
+      .unknown:
       return NetworkError(code: .connectionLost, path: path, message: "the connection closed before the whole answer arrived")
     case .cannotConnectToHost, .cannotFindHost, .notConnectedToInternet:
       return NetworkError(code: .cannotConnect, path: path, message: "nobody answers at the server's address")

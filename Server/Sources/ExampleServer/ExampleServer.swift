@@ -135,13 +135,13 @@ public final class ExampleServer: Sendable {
         let numbers = rest[tile.upperBound...].split(separator: "/").compactMap { Int($0) }
         guard numbers.count == 3 else { throw ServiceError.notFound(path) }
         let key = TileKey(level: numbers[0], row: numbers[1], column: numbers[2])
-        return try await services.gis.tile(mapService: String(rest[..<tile.lowerBound]), key)
+        return try await services.gis.tile(mapService: String(rest[..<tile.lowerBound].dropFirst()), key)
       }
       if let last = parts.last, let layer = Int(last) {
-        let url = "/" + parts.dropFirst().dropLast().joined(separator: "/")
+        let url = parts.dropFirst().dropLast().joined(separator: "/")
         return try encoder.encode(try await services.gis.featureLayer(url: url, layerID: layer))
       }
-      return try encoder.encode(try await services.gis.mapService(url: rest))
+      return try encoder.encode(try await services.gis.mapService(url: String(rest.dropFirst())))
     case "geocode":
       switch rest {
       case "/GeocodeServer":
