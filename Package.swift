@@ -18,9 +18,11 @@ let package = Package(
       name: "LoadableKitTests",
       dependencies: [
         "LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode", "OfflineMapJob",
-        "Thumbnails",
+        "Thumbnails", "JobCrashChild",
       ]
     ),
+    // The child process of the JobManager crash test: runs jobs until the test kills it.
+    .executableTarget(name: "JobCrashChild", dependencies: ["LoadableKit"], path: "Tests/JobCrashChild"),
 
     // Playgrounds: example executables, `swift run <Name>`. They use only LoadableKit's public API.
     .executableTarget(name: "QuickStart", dependencies: ["LoadableKit"], path: "Playgrounds/QuickStart"),

@@ -11,7 +11,7 @@
 //
 // We open the map during a portal outage, retry once the portal is back, watch a broken layer
 // fail without failing the map, cancel a slow layer, override a layer's scale before it loads,
-// and end with the dependency tree.
+// and end with the dependency tree and the trace of opening the map, attempt by attempt.
 import ExampleServices
 import LoadableKit
 
@@ -41,6 +41,11 @@ let map = Map(basemap: basemap, operationalLayers: [parks, trails]).named("map")
 // line per loadable, along the dependency tree: who waits for whom.
 let trace = StatusTrace()
 trace.watch(map)
+
+// Hear of every attempt while the map opens through the outage (steps 1 and 2), through the
+// library's instrument hook: who asked for whom, how each attempt ended, how long it took.
+let attempts = AttemptTrace()
+LoadInstrumentation.processWide = attempts
 
 func portalRequests() -> Int { services.portal.server.requestCount(path: "/sharing/rest/portals/self") }
 
@@ -77,6 +82,7 @@ print("    Each branch loads bottom-up: the portal first, then the items, then t
 print("    tables. The map waited for its basemap only. The retry reached every failed link; the")
 print("    portal answered once for all (\(portalRequests() - requestsBefore) request). Trails' service is gone: that layer failed,")
 print("    the map did not.")
+LoadInstrumentation.processWide = nil  // the map is open: the trace of opening it is complete
 
 // What a map view shows, derived with combinators: `map` makes a live view of loaded content.
 let titleBar = zip(portal, basemap).map { portal, basemap in "\(portal.name) · \(basemap.name)" }
@@ -130,3 +136,13 @@ printStep("5. map.dependencyTreeDescription")
 for line in map.dependencyTreeDescription.split(separator: "\n") {
   print("    \(line)")
 }
+
+// MARK: - 6. The trace
+
+printStep("6. The trace of opening the map through the outage, attempt by attempt")
+for line in attempts.lines() {
+  print("    \(line)")
+}
+print("    Each attempt sits under the attempt that asked for it (a LoadInstrument's parent link), so")
+print("    the outage shows as one 503 at the portal failing its way up, and the retry as the same")
+print("    tree loading bottom-up. The Integrations package sends the same reports to a tracer.")

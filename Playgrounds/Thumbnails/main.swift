@@ -77,8 +77,10 @@ let leaving = list.scroll(to: 18).disappeared
 await list.settle()
 let evicted = list.events.evictedKeys.dropFirst(before.events.evicted)
 let evictedRows = list.scrolledAway.filter { evicted.contains($0.item.id) }
+let emptyRows = evictedRows.filter { $0.frames.last?.value == nil }
 print("    \(rows(leaving)) go idle: \(before.entries - before.claimed + leaving.count) idle entries; "
-  + "the \(evicted.count) least recently used, \(rows(evictedRows)), are evicted")
+  + "\(evicted.count) are evicted: the \(emptyRows.count) with nothing to show first, then the least recently used")
+print("    evicted rows: \(evictedRows.map { "\($0.row)" }.joined(separator: ", "))")
 list.printChanges(since: before)
 
 // MARK: - 4. Back up
@@ -100,12 +102,12 @@ service.holdNextRequest(for: stale.item.id)
 list.refresh(row: 12)  // request A, which the service holds: a slow response
 await list.settle()
 let uploaded = service.uploadNewThumbnail(for: stale.item.id)
-list.refresh(row: 12)  // request B, while A still runs
+list.refresh(row: 12)  // while A still runs: request B asks once A has answered
 await list.settle()
 service.answerHeldRequests()  // A answers at last, with the thumbnail it found: the old one
 await list.settle()
 print("    refresh: request A asks for the thumbnail, and is slow; meanwhile the owner uploads r\(uploaded)")
-print("    refresh again: request B asks")
+print("    refresh again while A runs: a key loads once at a time, so request B asks when A has answered")
 let onScreen = stale.frames.last!.value!
 let answers = zip(["A", "B"], service.requests.dropFirst(before.service.requests).map { $0.answer! })
 for (name, answer) in answers.sorted(by: { $0.1.order < $1.1.order }) {
@@ -187,7 +189,7 @@ print("")
 print(balanced
   ? "    started = completed + cancelled + failed, in both columns: every load that started ended"
   : "    NOT BALANCED: started \(events.started) and \(requests.requests), ended \(ended.0) and \(ended.1)")
-print("    the events count step 5's two requests as one load: B's start and A's stale answer have no event of their own")
+print("    every request is a load with its own events; a load cancelled before it ran made no request")
 let bound = list.rowsPerScreen + maximumIdleCount
 print("    entries: at most \(list.peakEntries) after any scroll, within \(list.rowsPerScreen) claimed + "
   + "\(maximumIdleCount) idle\(list.peakEntries <= bound ? "" : ": OVER THE BOUND")")

@@ -141,7 +141,13 @@ struct JobsPersistenceTests {
     await job.cancel()
 
     let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-    #expect(Set(object.keys) == ["schemaVersion", "kind", "parameters", "status", "checkpoint", "fractionCompleted", "messages"])
+    #expect(
+      Set(object.keys) == [
+        "schemaVersion", "kind", "parameters", "status", "checkpoint", "fractionCompleted", "messages", "messageLimit",
+        "droppedMessageCount",
+      ])
+    #expect(object["messageLimit"] as? Int == 1_000)
+    #expect(object["droppedMessageCount"] as? Int == 0)
     #expect(object["schemaVersion"] as? Int == 1)
     #expect(object["kind"] as? String == "test.counting")
     #expect(object["status"] as? String == "paused")
@@ -155,7 +161,7 @@ struct JobsPersistenceTests {
     #expect((object["messages"] as? [Any])?.isEmpty == true)
     // Keys are sorted, so equal jobs give equal bytes.
     let text = try #require(String(data: data, encoding: .utf8))
-    #expect(text.hasPrefix(#"{"checkpoint":{"next":3,"sum":5},"fractionCompleted":0.75,"kind":"test.counting""#))
+    #expect(text.hasPrefix(#"{"checkpoint":{"next":3,"sum":5},"droppedMessageCount":0,"fractionCompleted":0.75,"kind":"test.counting","messageLimit":1000"#))
   }
 
   @Test func messagesSurviveTheRoundTripWithISO8601Timestamps() async throws {

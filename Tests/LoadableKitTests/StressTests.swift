@@ -57,7 +57,7 @@ struct StressTests {
     #expect(returned.count == operations, "every call returned exactly once")
     for loadable in loadables {
       await eventually { loadable.loadStatus != .loading }
-      #expect(loadable.maxRunning.load(ordering: .relaxed) == 1, "one attempt at a time")
+      #expect(loadable.maxRunning.load(ordering: .relaxed) <= 1, "one attempt at a time")
       #expect(loadable.waiterCount == 0)
       let snapshot = loadable.snapshot
       #expect((snapshot.error != nil) == (snapshot.status == .failed))

@@ -14,4 +14,7 @@ let benchmarks: @Sendable () -> Void = {
   registerContentLoaderBenchmarks()   // 5. claims and key churn
   registerJobBenchmarks()             // 6. progress reports and pause points
   registerCancellationBenchmarks()    // 7. a waiter cancelling
+  registerGraphBenchmarks()           // 8. a real map's graph: load and retryLoad, per node
+  registerManyKeysBenchmarks()        // 9. 100,000 keys claimed and released: time and memory per key
+  registerInstrumentBenchmarks()      // 10. the hot path and coalescing with and without an instrument
 }

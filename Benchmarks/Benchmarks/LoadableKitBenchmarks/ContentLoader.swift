@@ -1,14 +1,11 @@
 // 5. ContentLoader: claims and scroll churn.
 //
-// PENDING: ContentLoader is not on `main` yet. When it lands, rename this file to
-// `ContentLoader.swift`, remove it from `exclude:` in Package.swift and delete the stub in
-// Pending.swift. (Written against the `loader` branch's API.)
-//
 // - claim begin+end on a key that is loaded and held by another claim, 1,000 per iteration,
 //   against a hand-written claim count (a `Mutex`-protected dictionary of counts);
 // - scroll churn: keys 0..<N are claimed in order, 20 visible at a time (the claim of key k ends
 //   when key k+20 is claimed), as a list scrolling past N rows; every claim starts a load that the
-//   end of the claim cancels (or that finishes first). Per key, 500 vs 5,000 keys.
+//   end of the claim cancels (or that finishes first). Per key, at 100, 500, 1,000, 5,000 and
+//   10,000 keys (the SPEC's growth rule is 100 → 1,000 → 10,000; 500 and 5,000 are the older rows).
 
 import Benchmark
 import LoadableKit
@@ -45,7 +42,7 @@ func registerContentLoaderBenchmarks() {
     benchmark.stopMeasurement()
   }
 
-  for keys in [500, 5_000] {
+  for keys in [100, 500, 1_000, 5_000, 10_000] {
     Benchmark("ContentLoader churn ×\(keys)", configuration: configuration) { benchmark in
       let loader = ContentLoader<Int, Int, Int>(maximumIdleCount: 100, load: { key in
         try await Task.sleep(for: .milliseconds(1))

@@ -119,12 +119,44 @@ case "zip":
   let zipped = zip(inputs)
   try await zipped.load()
   precondition(zipped.content?.count == count)
+case "claim":
+  // claim begin+end on a key that is loaded and held by another claim.
+  let loader = ContentLoader<Int, Int, Int>(load: { key in (key, 1) })
+  let holder = loader.begin(0)
+  while holder.snapshot.status != .loaded { await Task.yield() }
+  for _ in 0..<count { loader.begin(0).end() }
+  holder.end()
+case "keys":
+  // `count` keys claimed in a ContentLoader, waited for until loaded, then released
+  // (Benchmarks' ContentLoaderKeys.swift).
+  let loader = ContentLoader<Int, Int, Int>(load: { key in (key, 1) })
+  var claims: [ContentLoader<Int, Int, Int>.Claim] = []
+  claims.reserveCapacity(count)
+  for key in 0..<count { claims.append(loader.begin(key)) }
+  for claim in claims {
+    while claim.snapshot.status != .loaded { await Task.yield() }
+  }
+  for claim in claims { claim.end() }
+case "graph":
+  // `count` loads of a fresh map graph (Benchmarks' Graph.swift): 1 map, 50 layers, each over a
+  // table and an item, one shared portal.
+  for _ in 0..<count {
+    let portal = AsyncLoadable<Int> { 1_000 }
+    let map = AsyncLoadable<Int> { -1 }
+    for index in 0..<50 {
+      let item = portal.flatMap { info in AsyncLoadable<Int> { info + index } }
+      let table = AsyncLoadable<Int> { index }
+      table.addDependency(item)
+      map.addDependency(zip(table, item).map { $0 + $1 })
+    }
+    try await map.load()
+  }
 case "progress":
   let job = Job(ProgressWork(count: count))
   job.start()
   let output = try await job.output
   precondition(output == count)
 default:
-  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip|progress [count] [victims]")
+  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip|claim|keys|graph|progress [count] [victims]")
 }
 }

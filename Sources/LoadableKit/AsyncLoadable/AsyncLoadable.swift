@@ -48,6 +48,10 @@ import Synchronization
 open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Sendable {
   /// A copy of the status for the lock-free fast path of ``load()``; written under the lock.
   @usableFromInline let statusMirror = Atomic<UInt8>(0)
+  /// Set once the state has its out-of-line part (observers, dependencies, listeners, settings):
+  /// only then has `deinit` anything to tear down, and only then does it take the lock. Written
+  /// by ``withState(_:)``, through which every path that creates that part goes.
+  let hasExtras = Atomic<Bool>(false)
   @usableFromInline let state: Mutex<LoadStateMachine<Content>>
   @usableFromInline let operation: Operation?
 
@@ -116,13 +120,22 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   deinit {
-    let ended = state.withLock(owner: self) { state -> [@Sendable () -> Void] in
-      guard let extras = state.extras else { return [] }
-      let entries = extras.observers.entries.values.compactMap(\.onEnd)
-      extras.observers.entries.removeAll()
-      return entries
+    // An idle loadable has nothing to tear down: no lock, and no generic metadata to look up.
+    guard hasExtras.load(ordering: .acquiring) else {
+      assert(state.withLock(owner: self) { $0.extras == nil }, "extras created outside withState(_:)")
+      return
     }
-    for end in ended { end() }
+    guard
+      let extras = state.withLock(owner: self, { state in
+        defer { state.extras = nil }
+        return state.extras
+      })
+    else { return }
+    for entry in extras.observers.entries.values { entry.onEnd?() }
+    // The dependencies may be the next link of a long chain: the queue takes the only reference,
+    // and the outermost deinit on this thread releases it, after this one returned.
+    DeferredRelease.release(consume extras)
+    DeferredRelease.drain()
   }
 
   // MARK: - The subclass hook
@@ -266,7 +279,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// - Throws: the attempt's error, `CancellationError`, or ``LoadableError/noContent`` when the
   ///   attempt succeeded but ``isContentAvailable`` is `false`.
   nonisolated(nonsending) public final func fetch() async throws -> Content {
-    try checkedContent(try await request(.fetch).content)
+    try checkedContent(try await request(.fetch).content as? Content)
   }
 
   /// Returns the content at once when ``needsSync`` is `false`; otherwise loads it as
@@ -281,7 +294,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   @usableFromInline
   nonisolated(nonsending) final func fetchIfNeededSlowly() async throws -> Content {
-    try checkedContent(try await request(.fetchIfNeeded).content)
+    try checkedContent(try await request(.fetchIfNeeded).content as? Content)
   }
 
   /// The content when the status is `.loaded` and there is content, in one read.
@@ -303,14 +316,21 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Performs `request` and returns the content it ended with (`nil` when there is none).
   @usableFromInline
   nonisolated(nonsending) final func request(_ request: LoadRequest) async throws -> LoadStateMachine<Content>.Delivery {
+    try await self.request(request, from: AttemptContext.current)
+  }
+
+  /// Performs `request` for `context`'s attempt (a dependent waiting for this loadable), or for a
+  /// plain caller when `context` is `nil`.
+  nonisolated(nonsending) final func request(
+    _ request: LoadRequest, from context: AttemptContext?
+  ) async throws -> LoadStateMachine<Content>.Delivery {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     if let answer = withState({ $0.immediate(request, needsSync: needsSync) }) {
       return try answer.get()
     }
-    let context = AttemptContext.current
     let waiterID = nextUniqueID()
-    let edge = try context.map { try WaitGraph.enter(from: $0.owner, to: self) }
-    defer { if let edge { WaitGraph.leave(edge) } }
+    try context?.beginWait(on: self)
+    defer { context?.endWait(on: self) }
     return try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine<Content>.Continuation) in
         let (decision, event) = withState {
@@ -323,12 +343,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         case .failure(let error): continuation.resume(throwing: error)
         case .joined(let task): task?.escalatePriority(to: Task.currentPriority)
         case .none: break
-        case .started(let attempt): launch(attempt)
+        case .started(let attempt): launch(attempt, parent: context)
         }
         AttemptContext.outside { deliver(event, contentChanged: false) }
       }
     } onCancel: {
-      perform(withState { $0.removeWaiter(waiterID) })
+      let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
+      if let effects { perform(effects) }  // observers first, as everywhere
+      waiter?.resume(with: .failure(CancellationError()))
     }
   }
 
@@ -336,6 +358,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   final func submit(_ request: LoadRequest, completion: LoadStateMachine<Content>.Completion?) {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     let waiter = completion.map { (nextUniqueID(), LoadStateMachine<Content>.Waiter.completion($0)) }
+    let parent = LoadInstrumentation.isActive ? AttemptContext.current : nil  // for the instruments
     let (decision, event) = withState {
       $0.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
     }
@@ -347,28 +370,30 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       case .joined, .none: break
       // Started last, so that a fast attempt cannot call the completion handler while this call
       // is still delivering the status change.
-      case .started(let attempt): launch(attempt)
+      case .started(let attempt): launch(attempt, parent: parent)
       }
     }
   }
 
   /// Starts the task of a new attempt. The task keeps the loadable alive until it ends.
-  final func launch(_ attempt: LoadStateMachine<Content>.Attempt) {
+  /// `parent` is the attempt that asked for it, if any (for the instruments).
+  final func launch(_ attempt: LoadStateMachine<Content>.Attempt, parent: AttemptContext? = nil) {
+    // Reports the start to the installed instruments; one atomic load when there are none.
+    let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
     let task = TaskLaunch.start {
       await withUnsafeContinuation { continuation in
-        if self.state.withLock(owner: self, { $0.enterGate(continuation) }) { continuation.resume() }
+        if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
-      let result: Result<Content, any Error> =
-        if self.state.withLock(owner: self, { $0.attempt === attempt }) {
-          await self.runAttempt(attempt.intent)
-        } else {
-          .failure(CancellationError())
-        }
-      let (effects, next) = self.withState { state in
-        (state.finish(attempt, with: result, now: .now), state.leaveGate())
+      let result = await self.runAttempt(attempt, probe: probe)
+      let (facts, effects, next) = self.withState { state in
+        (
+          probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now),
+          state.leaveGate()
+        )
       }
       next?.resume()
+      if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
       self.perform(effects)
     }
     if withState({ $0.attach(task, to: attempt) }) { task.cancel() }
@@ -376,24 +401,27 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
   /// visible to ``loadDependency(_:)``.
-  final func runAttempt(_ intent: LoadIntent) async -> Result<Content, any Error> {
-    let context = AttemptContext(owner: self, intent: intent)
-    return await AttemptContext.$current.withValue(context) {
+  final func runAttempt(
+    _ attempt: LoadStateMachine<Content>.Attempt, probe: AttemptProbe?
+  ) async -> Result<Content, any Error> {
+    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
+    // One read: the context is published (so that a wait closing a cycle through this attempt
+    // can find it), and the dependencies and options this attempt runs with are taken.
+    let start = state.withLock(owner: self) { state -> (dependencies: [(loadable: any Loadable, kind: DependencyKind)], options: LoadOptions?)? in
+      guard state.attempt === attempt else { return nil }
+      attempt.context = context
+      return (state.extras?.dependencies ?? [], state.extras?.settings?.options)
+    }
+    guard let start else { return .failure(CancellationError()) }
+    return await AttemptContext.run(context) {
       do {
-        try await loadDeclaredDependencies(in: context)
-        return .success(try await runPerformLoad())
+        try await loadDeclaredDependencies(start.dependencies, in: context)
+        guard let options = start.options else { return .success(try await performLoad()) }
+        return .success(try await options.run { try await self.performLoad() })
       } catch {
         return .failure(error)
       }
     }
-  }
-
-  /// Runs ``performLoad()`` under the loadable's retry policy and timeout.
-  func runPerformLoad() async throws -> Content {
-    guard let options = state.withLock(owner: self, { $0.extras?.settings?.options }) else {
-      return try await performLoad()
-    }
-    return try await options.run { try await self.performLoad() }
   }
 
   // MARK: - Effects
@@ -403,6 +431,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     state.withLock(owner: self) { state in
       let result = body(&state)
       statusMirror.store(state.status.code, ordering: .releasing)
+      if state.extras != nil && !hasExtras.load(ordering: .relaxed) { hasExtras.store(true, ordering: .releasing) }
       return result
     }
   }
@@ -425,6 +454,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     if effects.changedContent, case .success = effects.result {
       notifyContentListeners()
     }
+    if effects.endedAttempt { attemptDidEnd() }
     for case let (_, waiter)? in effects.waiters {
       waiter.resume(with: effects.result)
     }
@@ -441,7 +471,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
-    state.withLock(owner: self) { state in
+    withState { state in
       let id = nextUniqueID()
       state.more.contentListeners[id] = listener
       return id
@@ -455,6 +485,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Whether content this loadable derived from its sources is out of date; derived loadables
   /// override it (see ``needsSync``).
   var hasStaleSources: Bool { false }
+
+  /// Called after an attempt's outcome was stored and observers were told, before its callers
+  /// resume. A live view applies the source changes that arrived while the attempt ran.
+  func attemptDidEnd() {}
 
   /// Notifies observers of a status change, outside the lock.
   final func deliver(_ event: LoadStateMachine<Content>.StatusEvent?, contentChanged: Bool) {
@@ -502,12 +536,27 @@ final class ObservedProperties: Observable, Sendable {
 }
 
 extension AsyncLoadable {
+  /// How many status changes ``loadStatusUpdates`` keeps for a reader that falls behind: the
+  /// newest 32.
+  public static var defaultStatusBufferSize: Int { 32 }
+
   /// An asynchronous sequence of statuses: the current one first, then every change, in order.
   ///
-  /// Each access makes a new stream with an unbounded buffer. The stream ends when the loadable
-  /// is deallocated; ending the iteration removes the observer.
+  /// Each access makes a new stream. Its buffer keeps the newest ``defaultStatusBufferSize``
+  /// changes: a reader that keeps up sees every change, one that falls behind skips the oldest
+  /// (use ``loadStatusUpdates(bufferingPolicy:)`` to choose). The stream ends when the loadable is
+  /// deallocated; ending the iteration removes the observer.
   public var loadStatusUpdates: AsyncStream<LoadStatus> {
-    let (stream, continuation) = AsyncStream.makeStream(of: LoadStatus.self, bufferingPolicy: .unbounded)
+    loadStatusUpdates(bufferingPolicy: .bufferingNewest(Self.defaultStatusBufferSize))
+  }
+
+  /// ``loadStatusUpdates`` with the buffering policy of your choice, as `AsyncStream` offers.
+  ///
+  /// `.unbounded` keeps every change until it is read: only for a reader that is sure to keep up.
+  public func loadStatusUpdates(
+    bufferingPolicy: AsyncStream<LoadStatus>.Continuation.BufferingPolicy
+  ) -> AsyncStream<LoadStatus> {
+    let (stream, continuation) = AsyncStream.makeStream(of: LoadStatus.self, bufferingPolicy: bufferingPolicy)
     let id = addObserver({ continuation.yield($0) }, onEnd: { continuation.finish() })
     continuation.onTermination = { [weak self] _ in self?.removeObserver(id) }
     return stream
@@ -524,7 +573,7 @@ extension AsyncLoadable {
   }
 
   final func addObserver(_ handler: @escaping ObserverRegistry.Handler, onEnd: (@Sendable () -> Void)?) -> UInt64 {
-    let (id, drain) = state.withLock(owner: self) { state in
+    let (id, drain) = withState { state in
       let current = state.status
       return state.more.observers.add(.init(handler: handler, onEnd: onEnd), current: current)
     }

@@ -28,7 +28,7 @@ extension AsyncLoadable {
   /// map.addDependency(layer, kind: .incidental)           // the map loads without it
   /// ```
   public func addDependency(_ dependency: any Loadable, kind: DependencyKind = .required) {
-    state.withLock(owner: self) { $0.more.dependencies.append((dependency, kind)) }
+    withState { $0.more.dependencies.append((dependency, kind)) }
   }
 
   /// The declared dependencies, in the order they were added, including the parents that
@@ -46,10 +46,12 @@ extension AsyncLoadable {
   /// A map that learns its layers from its web map's content starts them this way, and loads
   /// whether or not they do. Outside an attempt it starts `dependency` as `load()` would.
   public final func startIncidentalDependency(_ dependency: any Loadable) {
-    if let context = AttemptContext.current {
+    if let context = attemptContext(calledOn: self) {
       context.start(dependency)
+    } else if let node = dependency as? any DependencyNode {
+      node.startAsIncidental(.load)
     } else {
-      AttemptContext(owner: self, intent: .load).start(dependency)
+      TaskLaunch.start { try? await dependency.load() }
     }
   }
 
@@ -64,15 +66,27 @@ extension AsyncLoadable {
   /// - Throws: the dependency's error, `CancellationError`, ``LoadableError/dependencyCycle``
   ///   when the dependency is waiting for this loadable, or ``LoadableError/noContent``.
   nonisolated(nonsending) public final func loadDependency<T: Sendable>(_ dependency: AsyncLoadable<T>) async throws -> T {
-    let request = AttemptContext.current?.request(for: dependency) ?? .load
-    guard let content = try await dependency.request(request).content else { throw LoadableError.noContent }
+    let context = attemptContext(calledOn: self)
+    let request = context?.request(for: dependency) ?? .load
+    guard let content = try await dependency.request(request, from: context).content as? T else {
+      throw LoadableError.noContent
+    }
     return content
+  }
+
+  /// The attempt that a call on `loadable` belongs to: the one running on this task, when it is
+  /// `loadable`'s, otherwise `loadable`'s running attempt (a call from a child task of
+  /// ``performLoad()``), otherwise none.
+  final func attemptContext(calledOn loadable: AnyObject) -> AttemptContext? {
+    if let current = AttemptContext.current, current.owner === loadable { return current }
+    return runningAttemptContext
   }
 
   /// Loads the declared dependencies: incidental ones are started, required ones awaited
   /// concurrently; the first failure cancels the others and fails the attempt.
-  final func loadDeclaredDependencies(in context: AttemptContext) async throws {
-    let declared = state.withLock(owner: self) { $0.extras?.dependencies ?? [] }
+  final func loadDeclaredDependencies(
+    _ declared: [(loadable: any Loadable, kind: DependencyKind)], in context: AttemptContext
+  ) async throws {
     guard !declared.isEmpty else { return }
     var required: [any Loadable] = []
     for (dependency, kind) in declared {
@@ -86,38 +100,146 @@ extension AsyncLoadable {
   }
 }
 
-/// The running attempt of a loadable, visible through a task-local to everything it calls.
+/// The running attempt of a loadable: its intent, the dependencies that already received that
+/// intent, and the waits that are the attempt's edges in the wait-for graph.
+///
+/// The context travels explicitly where the library loads dependencies (declared dependencies,
+/// combinators, ``AsyncLoadable/loadDependency(_:)``, which finds the running attempt of the
+/// loadable it is called on). A task-local also makes it visible to a direct `load()` that
+/// ``AsyncLoadable/performLoad()`` makes *on the attempt's own task*; tasks the user starts from
+/// there inherit the task-local but are not part of the attempt, so ``current`` ignores it on any
+/// other task. Only real waits of the attempt are edges.
+///
+/// ## The wait-for graph
+///
+/// An edge "attempt of `a` waits for `b`" exists while such a wait is in progress; it belongs to
+/// the attempt and is gone when the wait returns. Adding an edge first records it, then walks the
+/// waits from `b` — each loadable's running attempt and what that attempt waits for — looking for
+/// `a`. The walk costs the part of the graph reachable from `b`, takes one short lock at a time
+/// (never a process-wide one), and is iterative. Of two waits that close a cycle at the same
+/// moment, each records its edge before it walks, so at least one of them sees the other's.
 final class AttemptContext: Sendable {
-  @TaskLocal static var current: AttemptContext?
+  @TaskLocal private static var bound: AttemptContext?
+
+  /// The attempt running on this very task, if any.
+  static var current: AttemptContext? {
+    guard let context = bound, context.task == currentTaskIdentity() else { return nil }
+    return context
+  }
+
+  /// Runs `operation` with `context` as the attempt of the current task.
+  static func run<R>(_ context: AttemptContext, _ operation: () async throws -> R) async rethrows -> R {
+    try await $bound.withValue(context, operation: operation)
+  }
 
   /// Runs `body` outside any attempt: user code that the library calls back (observers,
   /// completion handlers, listeners) and the tasks it starts must not pass for part of the
   /// attempt that happened to trigger them, or their loads would count as that attempt's
   /// dependencies (and could be reported as cycles).
   static func outside<R>(_ body: () throws -> R) rethrows -> R {
-    current == nil ? try body() : try $current.withValue(nil, operation: body)
+    bound == nil ? try body() : try $bound.withValue(nil, operation: body)
   }
 
-  let owner: AnyObject & Sendable
-  let intent: LoadIntent
-  /// Dependencies that already received this attempt's intent.
-  private let claimed = Mutex<Set<ObjectIdentifier>>([])
+  /// ``outside(_:)`` for asynchronous work.
+  static func outside<R>(_ body: () async throws -> R) async rethrows -> R {
+    bound == nil ? try await body() : try await $bound.withValue(nil, operation: body)
+  }
 
-  init(owner: AnyObject & Sendable, intent: LoadIntent) {
+  let owner: any DependencyNode
+  let intent: LoadIntent
+  /// The running attempt's identifier, the parent of the attempts it asks for (instruments).
+  let attemptID: UInt64
+  /// Reports the attempt's retries when an instrument is installed.
+  let probe: AttemptProbe?
+  /// The task the attempt runs on.
+  private let task: UInt
+
+  private struct State {
+    /// Dependencies that already received this attempt's intent.
+    var claimed: Set<ObjectIdentifier> = []
+    /// What the attempt waits for now, with how many waits of each are in progress.
+    var waits: [ObjectIdentifier: (node: any DependencyNode, count: Int)] = [:]
+  }
+  private let state = Mutex(State())
+
+  /// Made on the attempt's own task.
+  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil) {
     self.owner = owner
     self.intent = intent
+    self.attemptID = attemptID
+    self.probe = probe
+    self.task = currentTaskIdentity()
   }
 
   /// The request for `dependency`: the attempt's intent the first time, a plain load after that.
   func request(for dependency: AnyObject) -> LoadRequest {
-    let first = claimed.withLock(owner: self) { $0.insert(ObjectIdentifier(dependency)).inserted }
+    let first = state.withLock(owner: self) { $0.claimed.insert(ObjectIdentifier(dependency)).inserted }
     return first ? intent.dependencyRequest : .load
   }
+
+  // MARK: - Waits
+
+  /// Records that this attempt waits for `target`, unless that closes a cycle.
+  ///
+  /// - Throws: ``LoadableError/dependencyCycle`` when `target` is, directly or through other
+  ///   attempts, waiting for this attempt's loadable.
+  func beginWait(on target: any DependencyNode) throws {
+    let key = ObjectIdentifier(target)
+    state.withLock(owner: self) { state in
+      if let existing = state.waits[key] {
+        state.waits[key] = (existing.node, existing.count + 1)
+      } else {
+        state.waits[key] = (target, 1)
+      }
+    }
+    if reaches(owner, from: target) {
+      endWait(on: target)
+      throw LoadableError(
+        code: .dependencyCycle,
+        message: "\(LoadableNames.name(of: owner)) waits for \(LoadableNames.name(of: target)), which is already waiting for it")
+    }
+  }
+
+  /// The wait for `target` returned.
+  func endWait(on target: any DependencyNode) {
+    let key = ObjectIdentifier(target)
+    // The node is released after the lock: it may be the last reference to a loadable.
+    let removed: (any DependencyNode)? = state.withLock(owner: self) { state in
+      guard let existing = state.waits[key] else { return nil }
+      if existing.count > 1 {
+        state.waits[key] = (existing.node, existing.count - 1)
+        return nil
+      }
+      return state.waits.removeValue(forKey: key)?.node
+    }
+    _ = removed
+  }
+
+  /// What this attempt waits for now.
+  private var waitTargets: [any DependencyNode] {
+    state.withLock(owner: self) { $0.waits.values.map(\.node) }
+  }
+
+  /// Whether `goal` can be reached from `start` by following running attempts' waits.
+  private func reaches(_ goal: any DependencyNode, from start: any DependencyNode) -> Bool {
+    let goalID = ObjectIdentifier(goal)
+    var seen: Set<ObjectIdentifier> = []
+    var pending: [any DependencyNode] = [start]
+    while let node = pending.popLast() {
+      let id = ObjectIdentifier(node)
+      if id == goalID { return true }
+      guard seen.insert(id).inserted, let attempt = node.runningAttemptContext else { continue }
+      pending.append(contentsOf: attempt.waitTargets)
+    }
+    return false
+  }
+
+  // MARK: - Loading dependencies
 
   /// Loads one dependency with this attempt's intent.
   func load(_ dependency: any Loadable) async throws {
     if let node = dependency as? any DependencyNode {
-      try await node.loadAsDependency(request(for: dependency))
+      try await node.loadAsDependency(request(for: dependency), from: self)
     } else if intent == .retry {
       try await dependency.retryLoad()
     } else {
@@ -158,25 +280,35 @@ final class AttemptContext: Sendable {
   }
 }
 
+/// The identity of the current task (its address), or 0 outside a task.
+func currentTaskIdentity() -> UInt {
+  withUnsafeCurrentTask { task in
+    guard let task else { return 0 }
+    return unsafeBitCast(task, to: UInt.self)
+  }
+}
+
 /// What the dependency machinery needs of an ``AsyncLoadable`` whose content type it cannot name.
 protocol DependencyNode: Loadable {
-  func loadAsDependency(_ request: LoadRequest) async throws
+  func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws
   func startAsIncidental(_ request: LoadRequest)
   /// Loads with `request` and returns the content, type-erased, with its version.
-  func loadErased(_ request: LoadRequest) async throws -> (content: any Sendable, version: UInt64)
+  func loadErased(_ request: LoadRequest, from context: AttemptContext?) async throws -> (content: any Sendable, version: UInt64)
   /// Status, content and version in one read.
   var erasedState: (status: LoadStatus, content: (any Sendable)?, error: (any Error)?, version: UInt64) { get }
+  /// The context of the attempt running now, once it has started running.
+  var runningAttemptContext: AttemptContext? { get }
   func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64
   func removeContentListener(_ id: UInt64)
 }
 
 extension AsyncLoadable: DependencyNode {
-  func loadAsDependency(_ request: LoadRequest) async throws {
-    _ = try await self.request(request)
+  func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws {
+    _ = try await self.request(request, from: context)
   }
 
-  func loadErased(_ request: LoadRequest) async throws -> (content: any Sendable, version: UInt64) {
-    let delivery = try await self.request(request)
+  func loadErased(_ request: LoadRequest, from context: AttemptContext?) async throws -> (content: any Sendable, version: UInt64) {
+    let delivery = try await self.request(request, from: context)
     guard let content = delivery.content else { throw LoadableError.noContent }
     return (content, delivery.version)
   }
@@ -185,65 +317,12 @@ extension AsyncLoadable: DependencyNode {
     state.withLock(owner: self) { ($0.status, $0.content, $0.error, $0.contentVersion) }
   }
 
+  var runningAttemptContext: AttemptContext? {
+    state.withLock(owner: self) { $0.attempt?.context }
+  }
+
   func startAsIncidental(_ request: LoadRequest) {
     // A completion waiter marks the attempt as wanted, so a cascading cancel leaves it alone.
     submit(request, completion: { _ in })
-  }
-}
-
-/// Who waits for whom, across all loadables, so that a cycle fails instead of hanging.
-///
-/// An edge `a → b` exists while an attempt of `a` waits for `b`. Adding an edge that closes a
-/// path back to its source throws ``LoadableError/dependencyCycle``.
-enum WaitGraph {
-  struct Edge {
-    let from: ObjectIdentifier
-    let to: ObjectIdentifier
-  }
-
-  private static let edges = Mutex<[ObjectIdentifier: [ObjectIdentifier: Int]]>([:])
-  private static let lockOwner = LockOwner()
-  private final class LockOwner: Sendable {}
-
-  static func enter(from: AnyObject, to: AnyObject) throws -> Edge {
-    let edge = Edge(from: ObjectIdentifier(from), to: ObjectIdentifier(to))
-    let cycle = edges.withLock(owner: lockOwner) { edges -> Bool in
-      if reaches(edge.to, edge.from, in: edges) { return true }
-      edges[edge.from, default: [:]][edge.to, default: 0] += 1
-      return false
-    }
-    if cycle {
-      throw LoadableError(
-        code: .dependencyCycle,
-        message: "\(type(of: from)) waits for \(type(of: to)), which is already waiting for it")
-    }
-    return edge
-  }
-
-  static func leave(_ edge: Edge) {
-    edges.withLock(owner: lockOwner) { edges in
-      guard let count = edges[edge.from]?[edge.to] else { return }
-      if count > 1 {
-        edges[edge.from]![edge.to] = count - 1
-      } else {
-        edges[edge.from]![edge.to] = nil
-        if edges[edge.from]!.isEmpty { edges[edge.from] = nil }
-      }
-    }
-  }
-
-  private static func reaches(
-    _ start: ObjectIdentifier, _ target: ObjectIdentifier, in edges: [ObjectIdentifier: [ObjectIdentifier: Int]]
-  ) -> Bool {
-    if start == target { return true }
-    var seen: Set<ObjectIdentifier> = [start]
-    var stack = [start]
-    while let node = stack.popLast() {
-      for next in edges[node]?.keys ?? [:].keys {
-        if next == target { return true }
-        if seen.insert(next).inserted { stack.append(next) }
-      }
-    }
-    return false
   }
 }

@@ -40,6 +40,7 @@ public struct LoadOptions: Sendable {
         guard let retryPolicy, failures < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error),
           !Task.isCancelled, let delay = retryPolicy.delay(beforeRetry: failures, after: error)
         else { throw error }
+        AttemptContext.current?.probe?.retrying(number: failures, error: error, delay: delay)
         try await clock.sleep(for: delay)
       }
     }
@@ -166,10 +167,12 @@ public protocol RetryAfterError: Error {
 final class LoadableSettings: Sendable {
   let options: LoadOptions?
   let name: String?
+  let instrument: (any LoadInstrument)?
 
-  init(options: LoadOptions?, name: String?) {
+  init(options: LoadOptions?, name: String?, instrument: (any LoadInstrument)? = nil) {
     self.options = options
     self.name = name
+    self.instrument = instrument
   }
 }
 
@@ -179,19 +182,26 @@ extension AsyncLoadable {
     get { state.withLock(owner: self) { $0.extras?.settings?.options } ?? LoadOptions() }
     set {
       // The old settings (the user's clock and closures) are released after the lock.
-      _ = state.withLock(owner: self) { state -> LoadableSettings? in
-        defer { state.more.settings = LoadableSettings(options: newValue, name: state.extras?.settings?.name) }
+      _ = withState { state -> LoadableSettings? in
+        defer {
+          let old = state.extras?.settings
+          state.more.settings = LoadableSettings(options: newValue, name: old?.name, instrument: old?.instrument)
+        }
         return state.extras?.settings
       }
     }
   }
 
-  /// A name for debugging output such as ``dependencyTreeDescription``.
+  /// The name given at creation or with ``named(_:)``, if any; see ``displayName`` for the name
+  /// every loadable has.
   public var name: String? {
     get { state.withLock(owner: self) { $0.extras?.settings?.name } }
     set {
-      _ = state.withLock(owner: self) { state -> LoadableSettings? in
-        defer { state.more.settings = LoadableSettings(options: state.extras?.settings?.options, name: newValue) }
+      _ = withState { state -> LoadableSettings? in
+        defer {
+          let old = state.extras?.settings
+          state.more.settings = LoadableSettings(options: old?.options, name: newValue, instrument: old?.instrument)
+        }
         return state.extras?.settings
       }
     }

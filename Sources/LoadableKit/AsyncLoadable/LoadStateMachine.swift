@@ -48,16 +48,6 @@ enum LoadIntent: UInt8, Sendable, CustomStringConvertible {
   }
 }
 
-/// The status, content and error of a loadable read in one atomic step.
-public struct LoadSnapshot<Content: Sendable>: Sendable {
-  /// The status at the moment of the read.
-  public var status: LoadStatus
-  /// The content at the moment of the read; it survives refreshes and failed refreshes.
-  public var content: Content?
-  /// The error at the moment of the read; non-`nil` exactly when `status == .failed`.
-  public var error: (any Error)?
-}
-
 /// The state of one ``AsyncLoadable``: a plain value, mutated only under the loadable's lock.
 ///
 /// Every event is a `mutating` method that changes the state and returns what must be done once
@@ -65,78 +55,15 @@ public struct LoadSnapshot<Content: Sendable>: Sendable {
 /// user code and never suspends.
 @usableFromInline
 struct LoadStateMachine<Content: Sendable> {
-  typealias Continuation = UnsafeContinuation<Delivery, any Error>
-
-  /// What a waiter receives: the content an attempt ended with and its version.
-  @usableFromInline
-  struct Delivery: Sendable {
-    @usableFromInline var content: Content?
-    /// Counts the successful attempts; derived loadables compare it to see stale sources.
-    @usableFromInline var version: UInt64
-  }
-  typealias Completion = @Sendable ((any Error)?) -> Void
-
-  /// Somebody waiting for the running attempt.
-  enum Waiter {
-    case task(Continuation)
-    case completion(Completion)
-
-    func resume(with result: Result<Delivery, any Error>) {
-      switch (self, result) {
-      case (.task(let continuation), _): continuation.resume(with: result)
-      case (.completion(let handler), .success): handler(nil)
-      case (.completion(let handler), .failure(let error)): handler(error)
-      }
-    }
-  }
-
-  /// One running attempt. A class so the idle state stays small and the attempt can be
-  /// identified and compared cheaply.
-  @usableFromInline final class Attempt: @unchecked Sendable {  // mutated only under the loadable's lock
-    let id: UInt64
-    let intent: LoadIntent
-    /// Waiters in registration order (resumed in that order). A waiter whose caller was
-    /// cancelled leaves a `nil` behind, so leaving costs O(1) however many others wait.
-    var waiters: [(id: UInt64, waiter: Waiter)?] = []
-    /// Where each waiter still waiting sits in `waiters`.
-    var slots: [UInt64: Int] = [:]
-
-    func add(_ waiter: (id: UInt64, waiter: Waiter)) {
-      slots[waiter.id] = waiters.count
-      waiters.append(waiter)
-    }
-
-    func remove(_ id: UInt64) -> (id: UInt64, waiter: Waiter)? {
-      guard let slot = slots.removeValue(forKey: id) else { return nil }
-      defer { waiters[slot] = nil }
-      return waiters[slot]
-    }
-    /// The task running the attempt; `nil` until the starter stores it.
-    var task: Task<Void, Never>?
-    /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
-    var startedByDependent: Bool
-    /// Somebody who is not a waiter wants it — it was started by a caller rather than a
-    /// dependent, or `sync()` asked for it — so a cascading cancel leaves it running. Waiters
-    /// (callers, completion handlers, other dependents) protect it only while they wait.
-    var wanted: Bool
-    /// What the loadable looked like before this attempt, restored by a cascading cancel.
-    let previousStatus: LoadStatus
-    let previousContent: Content?
-    let previousError: (any Error)?
-    let started = ContinuousClock.now
-    /// The attempt's task has returned (whether or not its result was used).
-    var finished = false
-
-    init(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine) {
-      self.id = id
-      self.intent = intent
-      self.startedByDependent = byDependent
-      self.wanted = !byDependent
-      self.previousStatus = previous.status
-      self.previousContent = previous.content
-      self.previousError = previous.error
-    }
-  }
+  typealias Continuation = LoadContinuation
+  @usableFromInline typealias Delivery = LoadDelivery
+  typealias Completion = LoadCompletion
+  typealias Waiter = LoadWaiter
+  @usableFromInline typealias Attempt = RunningAttempt
+  typealias Decision = LoadDecision
+  typealias Effects = LoadEffects
+  typealias Released = LoadReleased
+  typealias StatusEvent = LoadStatusEvent
 
   @usableFromInline var status: LoadStatus
   @usableFromInline var content: Content?
@@ -148,7 +75,7 @@ struct LoadStateMachine<Content: Sendable> {
   /// even when a cancelled attempt's work ignores cancellation. Tasks wait in `extras.gateQueue`.
   @usableFromInline var gateBusy = false
   /// Everything an idle loadable does not need, allocated on first use.
-  @usableFromInline var extras: Extras?
+  @usableFromInline var extras: LoadableExtras?
   /// Created when an observable property is first read: until then nobody can be tracking one,
   /// so changes need no notification and an idle loadable carries no registrar.
   @usableFromInline var registrar: ObservationRegistrar?
@@ -161,26 +88,11 @@ struct LoadStateMachine<Content: Sendable> {
     return registrar
   }
 
-  /// The rarely used part of the state, out of line so that an idle loadable stays small.
-  /// A class, but only ever touched under the loadable's lock, as part of this state.
-  @usableFromInline final class Extras {
-    /// How long the last successful attempt took (for the dependency tree dump).
-    var lastDuration: Duration?
-    var observers = ObserverRegistry()
-    /// Rarely set configuration (options, name).
-    var settings: LoadableSettings?
-    /// Derived loadables that recompute or go stale when the content changes.
-    var contentListeners: [UInt64: @Sendable () -> Void] = [:]
-    /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
-    var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
-    var gateQueue: [UnsafeContinuation<Void, Never>] = []
-  }
-
   /// The out-of-line part, created on first use.
-  var more: Extras {
+  var more: LoadableExtras {
     mutating get {
       if let extras { return extras }
-      let extras = Extras()
+      let extras = LoadableExtras()
       self.extras = extras
       return extras
     }
@@ -193,27 +105,15 @@ struct LoadStateMachine<Content: Sendable> {
   }
 
 
-  var snapshot: LoadSnapshot<Content> { LoadSnapshot(status: status, content: content, error: error) }
+  /// The error is reported only while failed: during a retry the previous attempt's error is kept
+  /// (a cascade-cancelled attempt restores it) but is not the loadable's error.
+  var snapshot: LoadSnapshot<Content> {
+    LoadSnapshot(status: status, content: content, error: status == .failed ? error : nil)
+  }
 
   var delivery: Delivery { Delivery(content: content, version: contentVersion) }
 
   // MARK: - Requests
-
-  /// The outcome of a request, decided under the lock.
-  enum Decision {
-    /// Answer now with this content (which may be `nil` for `load()` on a loadable without one).
-    case content(Delivery)
-    /// Throw now.
-    case failure(any Error)
-    /// The waiter joined the running attempt, whose task (once started) may need its priority
-    /// raised to the caller's.
-    case joined(Task<Void, Never>?)
-    /// A new attempt was created; the caller must start its task (``AsyncLoadable/launch(_:)``)
-    /// after leaving the lock.
-    case started(Attempt)
-    /// Nothing to do (a fire-and-forget request that found an attempt already running).
-    case none
-  }
 
   /// Decides a request by the SPEC §1 table.
   ///
@@ -301,24 +201,6 @@ struct LoadStateMachine<Content: Sendable> {
 
   // MARK: - Ending an attempt
 
-  /// What to do after an attempt ended, was cancelled, or lost a waiter.
-  struct Effects {
-    var waiters: [(id: UInt64, waiter: Waiter)?] = []
-    var result: Result<Delivery, any Error> = .success(Delivery(content: nil, version: 0))
-    var event: StatusEvent?
-    var cancelTask: Task<Void, Never>?
-    var changedContent = false
-    /// What the state let go of: destroyed with the effects, after the lock is released, because
-    /// a content's or an error's `deinit` is user code (and the attempt holds copies of both).
-    var released = Released()
-  }
-
-  struct Released {
-    var attempt: Attempt?
-    var content: Content?
-    var error: (any Error)?
-  }
-
   /// The attempt `id` returned `result`. A result for an attempt that is no longer current
   /// (it was cancelled) is dropped.
   mutating func finish(_ finished: Attempt, with result: Result<Content, any Error>, now: ContinuousClock.Instant) -> Effects {
@@ -326,6 +208,7 @@ struct LoadStateMachine<Content: Sendable> {
     guard let attempt, attempt === finished else { return Effects() }
     self.attempt = nil
     var effects = Effects(waiters: attempt.waiters)
+    effects.endedAttempt = true
     effects.released = Released(attempt: attempt, content: content, error: error)
     switch result {
     case .success(let value):
@@ -358,29 +241,34 @@ struct LoadStateMachine<Content: Sendable> {
 
   /// A waiting caller's task was cancelled: that waiter alone throws `CancellationError`. When the
   /// attempt was started by a dependent and nobody else is interested any more, the attempt is
-  /// cancelled and the loadable goes back to what it was before the attempt (SPEC §2).
-  mutating func removeWaiter(_ waiterID: UInt64) -> Effects {
-    guard let attempt, let removed = attempt.remove(waiterID) else { return Effects() }
-    var effects = Effects(waiters: [removed], result: .failure(CancellationError()))
-    if attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty {
-      self.attempt = nil
-      effects.cancelTask = attempt.task
-      effects.released = Released(attempt: attempt, content: content, error: error)
-      content = attempt.previousContent
-      error = attempt.previousError
-      effects.event = setStatus(attempt.previousStatus)
-      effects.changedContent = true
+  /// cancelled and the loadable goes back to what it was before the attempt (SPEC §2): then
+  /// `effects` says what else to do.
+  ///
+  /// The common case — one caller leaving an attempt others still want — hands back just the
+  /// waiter, without building ``Effects``.
+  mutating func removeWaiter(_ waiterID: UInt64) -> (waiter: Waiter?, effects: Effects?) {
+    guard let attempt, let removed = attempt.remove(waiterID) else { return (nil, nil) }
+    guard attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty && attempt.interest == 0 else {
+      return (removed.waiter, nil)
     }
+    return (removed.waiter, cancelAndRestore(attempt))
+  }
+
+  /// Cancels the current `attempt`, which nobody but its dependent (or a key's claims) wanted, and
+  /// puts the loadable back as it was before it: nobody asked *it* to fail.
+  mutating func cancelAndRestore(_ attempt: Attempt) -> Effects {
+    self.attempt = nil
+    var effects = Effects()
+    effects.cancelTask = attempt.task
+    effects.released = Released(attempt: attempt, content: content, error: error)
+    content = attempt.previousContent.map { $0 as! Content }
+    error = attempt.previousError
+    effects.event = setStatus(attempt.previousStatus)
+    effects.changedContent = true
     return effects
   }
 
   // MARK: - Status changes
-
-  /// A status change to deliver to observers after the lock is released.
-  struct StatusEvent {
-    var status: LoadStatus
-    var startDelivery: Bool
-  }
 
   mutating func setStatus(_ newStatus: LoadStatus) -> StatusEvent? {
     let old = status
@@ -388,72 +276,5 @@ struct LoadStateMachine<Content: Sendable> {
     guard old != newStatus else { return nil }
     let start = extras?.observers.enqueueChange(newStatus) ?? false
     return StatusEvent(status: newStatus, startDelivery: start)
-  }
-}
-
-/// The status observers of one loadable and the queue that serializes their notifications.
-///
-/// Changes are queued under the lock in the order they happen; whoever queues into an idle queue
-/// becomes the deliverer and drains it outside the lock, so handlers run one at a time, in order,
-/// and a handler that changes the loadable only queues more work for the same loop.
-struct ObserverRegistry {
-  typealias Handler = @Sendable (LoadStatus) -> Void
-
-  struct Entry {
-    var handler: Handler
-    var onEnd: (@Sendable () -> Void)?
-  }
-
-  enum Recipients {
-    case all(below: UInt64)
-    case one(UInt64)
-  }
-
-  var entries: [UInt64: Entry] = [:]
-  var queue: [(status: LoadStatus, to: Recipients)] = []
-  var delivering = false
-  var nextID: UInt64 = 0
-
-  /// Queues a change for every current observer; returns `true` when the caller must drain.
-  mutating func enqueueChange(_ status: LoadStatus) -> Bool {
-    guard !entries.isEmpty else { return false }
-    queue.append((status, .all(below: nextID &+ 1)))
-    return claimDelivery()
-  }
-
-  /// Adds an observer and queues the current status for it alone.
-  mutating func add(_ entry: Entry, current: LoadStatus) -> (id: UInt64, drain: Bool) {
-    nextID &+= 1
-    entries[nextID] = entry
-    queue.append((current, .one(nextID)))
-    return (nextID, claimDelivery())
-  }
-
-  private mutating func claimDelivery() -> Bool {
-    if delivering { return false }
-    delivering = true
-    return true
-  }
-
-  /// Takes the queued notifications, resolved to handlers, or ends delivery when there are none.
-  mutating func takeBatch() -> [(UInt64, Handler, LoadStatus)]? {
-    if queue.isEmpty {
-      delivering = false
-      return nil
-    }
-    let pending = queue
-    queue.removeAll(keepingCapacity: true)
-    var batch: [(UInt64, Handler, LoadStatus)] = []
-    for (status, recipients) in pending {
-      switch recipients {
-      case .one(let id):
-        if let entry = entries[id] { batch.append((id, entry.handler, status)) }
-      case .all(let limit):
-        for (id, entry) in entries.sorted(by: { $0.key < $1.key }) where id < limit {
-          batch.append((id, entry.handler, status))
-        }
-      }
-    }
-    return batch
   }
 }

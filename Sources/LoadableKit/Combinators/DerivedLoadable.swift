@@ -7,7 +7,8 @@ import Synchronization
 /// derived loadable remembers the version of each source it derived from; when a source's content
 /// changes afterwards, ``AsyncLoadable/needsSync`` becomes `true` (it is *stale*).
 class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sendable {
-  let sources: [any DependencyNode]
+  /// Only `deinit` changes it (to hand the sources to ``DeferredRelease``).
+  private(set) var sources: [any DependencyNode]
   /// The version of each source the current content was derived from; the second part is the
   /// loadable a `flatMap` transform returned, with its version.
   private let derivedFrom: Mutex<(sources: [UInt64], inner: (node: any DependencyNode, version: UInt64)?)>
@@ -19,16 +20,27 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     for source in sources { addDependency(source, kind: .required) }
   }
 
+  deinit {
+    // The sources and the inner loadable are the next links of the chain: released after this
+    // deinit, by the loop the outermost one runs (AsyncLoadable's deinit drains it).
+    let inner = derivedFrom.withLock(owner: self) { derivedFrom in
+      defer { derivedFrom.inner = nil }
+      return derivedFrom.inner?.node
+    }
+    DeferredRelease.release((sources, consume inner))
+    sources = []
+  }
+
   /// Loads every source with the running attempt's intent and returns their contents in order.
   /// The declared-dependency step has already loaded them, so this reads the loaded values.
   final func loadSources() async throws -> (values: [any Sendable], versions: [UInt64]) {
-    let context = AttemptContext.current
+    let context = attemptContext(calledOn: self)
     var values: [any Sendable] = []
     var versions: [UInt64] = []
     values.reserveCapacity(sources.count)
     versions.reserveCapacity(sources.count)
     for source in sources {
-      let (value, version) = try await source.loadErased(context?.request(for: source) ?? .load)
+      let (value, version) = try await source.loadErased(context?.request(for: source) ?? .load, from: context)
       values.append(value)
       versions.append(version)
     }
@@ -37,9 +49,10 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
 
   /// Loads the loadable a transform returned, with the attempt's intent.
   final func loadInner<T: Sendable>(_ inner: AsyncLoadable<T>) async throws -> (T, UInt64) {
-    let request = AttemptContext.current?.request(for: inner) ?? .load
-    let delivery = try await inner.request(request)
-    guard let content = delivery.content else { throw LoadableError.noContent }
+    let context = attemptContext(calledOn: self)
+    let request = context?.request(for: inner) ?? .load
+    let delivery = try await inner.request(request, from: context)
+    guard let content = delivery.content as? T else { throw LoadableError.noContent }
     return (content, delivery.version)
   }
 
@@ -86,17 +99,27 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
 /// throws).
 class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked Sendable {
   private let listeners = Mutex<[UInt64]>([])
+  /// A source's content changed while an attempt of this view ran: the attempt may have read the
+  /// old content, so the change is applied once the attempt has ended. Set under the state lock.
+  private let changedDuringAttempt = Atomic<Bool>(false)
 
   override init(sources: [any DependencyNode]) {
     super.init(sources: sources)
   }
 
-  /// Derives the content at once when every source has content and is loaded or failed — the
-  /// status mirrors the sources': loaded, or failed with the first failed source's error (a
-  /// refresh that failed keeps its content, and so does the view). A source that is loading or
-  /// not loaded leaves the view not loaded. Then starts listening to the sources. Subclasses call
-  /// it at the end of `init`.
+  /// Subscribes to the sources, then derives the content at once when every source has content
+  /// and is loaded or failed — the status mirrors the sources': loaded, or failed with the first
+  /// failed source's error (a refresh that failed keeps its content, and so does the view). A
+  /// source that is loading or not loaded leaves the view not loaded. Subclasses call it at the
+  /// end of `init`.
+  ///
+  /// The view subscribes *before* it reads: a change that lands after the read is either heard by
+  /// the listener or, if the listener found the view not yet loaded, caught by the check at the end.
   final func startLiveView() {
+    let ids = sources.map { source in
+      source.addContentListener { [weak self] in self?.sourcesChanged() }
+    }
+    listeners.withLock(owner: self) { $0 = ids }
     let states = sources.map(\.erasedState)
     let settled = states.allSatisfy { $0.content != nil && ($0.status == .loaded || $0.status == .failed) }
     if settled {
@@ -119,16 +142,13 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
         }
       }
       recordDerivation(sources: states.map(\.version))
+      sourcesChanged()  // a change between the read and now
     } else if let failed = states.first(where: { $0.status == .failed }), let error = failed.error {
       withState { state in
         state.error = error
         state.status = .failed
       }
     }
-    let ids = sources.map { source in
-      source.addContentListener { [weak self] in self?.sourcesChanged() }
-    }
-    listeners.withLock(owner: self) { $0 = ids }
   }
 
   deinit {
@@ -148,9 +168,24 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     return content
   }
 
-  /// A source's content changed: recompute when loaded and idle.
+  override func attemptDidEnd() {
+    if changedDuringAttempt.exchange(false, ordering: .acquiringAndReleasing) { sourcesChanged() }
+  }
+
+  /// Whether a source change can be applied now: only while loaded and idle. While an attempt
+  /// runs, the change is remembered and applied when it ends.
+  private func canApplyChange(_ state: borrowing LoadStateMachine<Content>) -> Bool {
+    if state.attempt != nil {
+      changedDuringAttempt.store(true, ordering: .releasing)
+      return false
+    }
+    return state.status == .loaded
+  }
+
+  /// A source's content changed: recompute when loaded and idle (not loaded: `needsSync` already
+  /// says so; loading: applied when the attempt ends).
   private func sourcesChanged() {
-    guard loadStatus == .loaded else { return }  // not loaded: needsSync already says so
+    guard withState({ canApplyChange($0) }) else { return }
     let states = sources.map(\.erasedState)
     guard states.allSatisfy({ $0.content != nil }) else { return }
     let versions = states.map(\.version)
@@ -159,7 +194,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     let effects = withState { state -> LoadStateMachine<Content>.Effects in
       // The version check and the commit happen under the one lock, so of two concurrent updates
       // the older cannot land last.
-      guard state.status == .loaded, state.attempt == nil, advanceDerivation(to: versions) else { return .init() }
+      guard canApplyChange(state), advanceDerivation(to: versions) else { return .init() }
       var effects = LoadStateMachine<Content>.Effects()
       effects.released = .init(attempt: nil, content: state.content, error: state.error)
       switch result {

@@ -26,7 +26,7 @@ extension AsyncLoadable {
   public func joined<T: Sendable>(
     _ transform: @escaping @Sendable (Content) throws -> AsyncLoadable<T>
   ) -> AsyncLoadable<(Content, T)> {
-    FlatMappedLoadable(source: self) { content in
+    FlatMappedLoadable(source: self, joins: true) { content in
       let inner = try transform(content)
       return (inner, { (content, $0) })
     }
@@ -38,9 +38,12 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
 {
   typealias Step = @Sendable (Source) throws -> (AsyncLoadable<Inner>, @Sendable (Inner) -> Content)
   let step: Step
+  /// Made by `joined` rather than `flatMap` (for its name).
+  let joins: Bool
 
-  init(source: AsyncLoadable<Source>, step: @escaping Step) {
+  init(source: AsyncLoadable<Source>, joins: Bool = false, step: @escaping Step) {
     self.step = step
+    self.joins = joins
     super.init(sources: [source])
   }
 
@@ -51,4 +54,9 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     recordDerivation(sources: versions, inner: (inner, innerVersion))
     return finish(content)
   }
+}
+
+extension FlatMappedLoadable: CombinatorNaming {
+  var combinatorName: String { joins ? "joined" : "flatMap" }
+  var namingSource: (any Loadable)? { sources[0] }
 }

@@ -41,6 +41,16 @@ final class MappedLoadable<Source: Sendable, Content: Sendable>: CombinedLoadabl
   }
 }
 
+extension MappedLoadable: CombinatorNaming {
+  var combinatorName: String { "map" }
+  var namingSource: (any Loadable)? { sources[0] }
+}
+
+extension AsyncMappedLoadable: CombinatorNaming {
+  var combinatorName: String { "asyncMap" }
+  var namingSource: (any Loadable)? { sources[0] }
+}
+
 final class AsyncMappedLoadable<Source: Sendable, Content: Sendable>: DerivedLoadable<Content>, @unchecked Sendable {
   let transform: @Sendable (Source) async throws -> Content
 

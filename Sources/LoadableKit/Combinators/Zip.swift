@@ -54,3 +54,13 @@ final class ArrayZipLoadable<T: Sendable>: CombinedLoadable<[T]>, @unchecked Sen
     values.map { $0 as! T }
   }
 }
+
+extension ZipLoadable: CombinatorNaming {
+  var combinatorName: String { "zip(\(sources.count))" }
+  var namingSource: (any Loadable)? { nil }
+}
+
+extension ArrayZipLoadable: CombinatorNaming {
+  var combinatorName: String { "zip(\(sources.count))" }
+  var namingSource: (any Loadable)? { nil }
+}

@@ -4,27 +4,27 @@ extension ContentLoader {
   ///
   /// Get one from ``ContentLoader/begin(_:)``. The claim ends when you call ``end()`` — calling it
   /// again does nothing — or when it is deallocated, whichever comes first; when the last claim on
-  /// a key ends, the key's running load is cancelled (after the loader's grace period). This is
+  /// a key ends, a load the claims started is cancelled (after the loader's grace period). This is
   /// reference counting by lifetime: a claim registers in `begin`, unregisters in `end`/`deinit`,
   /// and can never be ended twice, so claims and ends are always balanced.
   ///
   /// A claim keeps its loader alive.
-  public final class Claim: Sendable {
+  public final class Claim: @unchecked Sendable {  // `entry` is touched only under the loader's lock
     /// The key this claim is on.
     public let key: Key
     let loader: ContentLoader
-    let entry: StateMachine.Entry
     let id: UInt64
+    /// The key's entry while the claim is active; `nil` once it ended.
+    var entry: KeyedLoadable?
 
-    init(loader: ContentLoader, key: Key, entry: StateMachine.Entry, id: UInt64) {
+    init(loader: ContentLoader, key: Key, id: UInt64) {
       self.loader = loader
       self.key = key
-      self.entry = entry
       self.id = id
     }
 
     deinit {
-      loader.end(entry, claimID: id)
+      loader.end(self)
     }
 
     /// Ends the claim. Calling it again, or letting the claim be deallocated afterwards, does
@@ -33,26 +33,38 @@ extension ContentLoader {
     /// Update streams of this claim finish after the notifications queued before the end;
     /// handlers are not called any more.
     public func end() {
-      loader.end(entry, claimID: id)
+      loader.end(self)
     }
 
     /// Whether the claim has not ended yet.
     public var isActive: Bool {
-      loader.withState { $0.isActive(entry, claimID: id) }
+      loader.withState { _ in entry != nil }
     }
 
     /// The key's current snapshot. After the claim has ended: the key's current snapshot if the
     /// loader still holds it, otherwise a ``LoadStatus/notLoaded`` one.
     public var snapshot: Snapshot {
-      loader.withState { $0.snapshot(of: entry, claimID: id) }
+      // The loadable's snapshot holds copies of user values: released here, after the lock.
+      let read = loader.withState { state in
+        if let entry { return Optional(state.snapshot(of: entry)) } else { return state.snapshot(for: key) }
+      }
+      return read?.0 ?? Snapshot(key: key, status: .notLoaded)
+    }
+
+    /// The key's snapshots, latest only: see ``updates(bufferingPolicy:)``.
+    ///
+    /// A consumer that is busy when several changes happen sees the latest of them, which is
+    /// what a cell drawing the key needs.
+    public var updates: AsyncStream<Snapshot> {
+      updates(bufferingPolicy: .bufferingNewest(1))
     }
 
     /// The key's snapshots: the current one first, then one for every change, in order, until
     /// the claim ends, when the stream finishes.
     ///
-    /// Each access makes a new stream with an unbounded buffer. On a claim that has ended, the
-    /// stream finishes at once without an element. Ending the iteration unregisters the stream;
-    /// it does not end the claim.
+    /// Each call makes a new stream. On a claim that has ended, the stream finishes at once
+    /// without an element. Ending the iteration unregisters the stream; it does not end the
+    /// claim.
     ///
     /// ```swift
     /// let claim = thumbnails.begin(url)
@@ -60,17 +72,21 @@ extension ContentLoader {
     ///   render(snapshot.value, loading: snapshot.status == .loading)
     /// }
     /// ```
-    public var updates: AsyncStream<Snapshot> {
-      let (stream, continuation) = AsyncStream.makeStream(of: Snapshot.self, bufferingPolicy: .unbounded)
-      let entry = entry
-      let claimID = id
-      let added = loader.withState { $0.addSink(.stream(continuation), to: entry, claimID: claimID) }
-      guard let (sinkID, effects) = added else {
+    ///
+    /// - Parameter bufferingPolicy: What the stream keeps while its consumer is busy;
+    ///   `.unbounded` keeps every snapshot.
+    public func updates(
+      bufferingPolicy: AsyncStream<Snapshot>.Continuation.BufferingPolicy
+    ) -> AsyncStream<Snapshot> {
+      let (stream, continuation) = AsyncStream.makeStream(of: Snapshot.self, bufferingPolicy: bufferingPolicy)
+      guard let (sinkID, effects) = loader.withState({ $0.addSink(.stream(continuation), to: self) }) else {
         continuation.finish()
         return stream
       }
-      continuation.onTermination = { [weak loader] _ in
-        loader?.withState { $0.removeSink(sinkID, from: entry, claimID: claimID) }
+      continuation.onTermination = { [weak self] _ in
+        guard let self else { return }
+        let removed = self.loader.withState { $0.removeSink(sinkID, from: self) }
+        _ = removed  // released outside the lock
       }
       loader.perform(effects)
       return stream

@@ -1,110 +1,184 @@
+import Synchronization
+
 extension ContentLoader {
-  /// The key's entry as an ``AsyncLoadable``, so keyed content composes with `map`, `zip` and
-  /// the other combinators.
+  /// The key's entry, which is an ``AsyncLoadable``, so keyed content composes with `map`, `zip`
+  /// and the other combinators.
   ///
   /// ```swift
   /// let header = zip(avatars.loadable(for: user.id), profiles.loadable(for: user.id))
   /// let (avatar, profile) = try await header.fetchIfNeeded()
   /// ```
   ///
-  /// The loadable mirrors the key: it shows ``LoadStatus/loading`` while the key loads (whoever
-  /// started the load), and takes the key's value or error when the load ends. Its `content` is
-  /// always a value a load produced (or kept by the version check); a prior value from the
-  /// `existingValue` hook is visible through claims, ``snapshot(for:)`` and ``events`` only.
+  /// The key loads as attempts of this loadable, whoever asks: a claim, ``refresh(_:)``, or a
+  /// caller of the loadable. Its `content` is a value a load produced (or kept by the version
+  /// check); a prior value from the `existingValue` hook is visible through claims,
+  /// ``snapshot(for:)`` and ``events`` only.
   ///
-  /// An attempt of the loadable takes a loaded value the loadable has not seen yet, joins the
-  /// key's running load, or starts one, and then keeps that load alive until it ends, as if it held
-  /// a claim (unless the loadable's `cancelLoad()` is called). The exception is the attempt that
-  /// mirrors a load claims started — the one a caller joins when it finds the loadable already
-  /// loading: it keeps nothing alive, so when the last claim ends that attempt, and every caller
-  /// waiting on it, ends with `CancellationError`, as after `cancelLoad()`.
+  /// Claims are *interest* in the loadable's attempt, not callers of it. An attempt the claims
+  /// started is wanted by nobody else: when the last claim ends, it is cancelled and the loadable
+  /// goes back to the status, content and error it had before, so a loadable that nobody loaded
+  /// is never failed by a claim that came and went. A caller's own `load()` or `fetch()` is a
+  /// normal attempt (or joins the running one and keeps it alive while it waits), unaffected by
+  /// claims ending; ``AsyncLoadable/cancelLoad()`` cancels it as on any loadable.
   ///
   /// Holding the loadable is not a claim and keeps no entry: the entry may be evicted. The
-  /// loadable keeps working — loading it makes a new entry — and this method returns the same
-  /// instance for as long as something holds it.
+  /// loadable keeps working — loading it makes it the key's entry again — and this method returns
+  /// the same instance for as long as something holds it.
   ///
-  /// - Complexity: O(1).
+  /// - Complexity: O(1). For a key without an entry or loadable, the data source's
+  ///   `existingValue` hook is called once, outside the lock.
   public func loadable(for key: Key) -> AsyncLoadable<Value> {
-    if let existing = withState({ $0.liveLoadable(for: key) }) { return existing }
-    let fresh = KeyedLoadable(loader: self, key: key)
-    let (loadable, effects) = withState { $0.register(fresh) }
-    perform(effects)
-    return loadable
+    var fresh: KeyedLoadable?
+    while true {
+      if let loadable = withState({ [fresh] in $0.handOut(key, fresh: fresh) }) { return loadable }
+      fresh = makeEntry(key)
+    }
   }
 
-  /// The loadable of one key: its attempts go through the loader.
-  final class KeyedLoadable: AsyncLoadable<Value>, @unchecked Sendable {
-    let loader: ContentLoader
-    let key: Key
+  /// What the loader last told the claims and the event streams about an entry.
+  struct Shown {
+    var status: LoadStatus
+    var contentVersion: UInt64
+    /// The attempt running then; kept to tell, when it is gone, whether it returned.
+    var attempt: LoadStateMachine<Value>.Attempt?
+  }
 
-    init(loader: ContentLoader, key: Key) {
-      self.loader = loader
+  struct GraceTimer: Sendable {
+    let id: UInt64
+    var task: Task<Void, Never>?
+  }
+
+  /// The prior value and the version of each content of a key, under the entry's own small lock.
+  struct Versions {
+    var prior: (value: Value, version: Version)?
+    /// The version of the content that the loadable's `contentVersion` counter names: the
+    /// current content, and the one the attempt running may produce.
+    var slots: [(counter: UInt64, version: Version, loadedAt: Duration)] = []
+
+    func version(at counter: UInt64) -> Version? {
+      for slot in slots where slot.counter == counter { return slot.version }
+      return counter == 0 ? prior?.version : nil
+    }
+
+    /// When the content the counter names was loaded (or confirmed by a load), on the loader's
+    /// timeline; `nil` for the prior value.
+    func loadedAt(_ counter: UInt64) -> Duration? {
+      for slot in slots where slot.counter == counter { return slot.loadedAt }
+      return nil
+    }
+
+    /// Applies the version rule to a load's result: a result not newer than the value held —
+    /// the content, or else the prior value — does not replace it. Records the version of what
+    /// the attempt returns under the counter it will have; returns that value and the versions
+    /// let go of (released by the caller, outside the lock).
+    mutating func keep(
+      _ loaded: (value: Value, version: Version), counter: UInt64, content: Value?, now: Duration
+    ) -> (Value, [Version]) {
+      let held = counter > 0 ? content : prior?.value
+      var kept = loaded
+      if let held, let heldVersion = version(at: counter), !(loaded.version > heldVersion) {
+        kept = (held, heldVersion)
+      }
+      var dropped: [Version] = []
+      slots.removeAll { slot in
+        guard slot.counter < counter || slot.counter == counter &+ 1 else { return false }
+        dropped.append(slot.version)
+        return true
+      }
+      slots.append((counter &+ 1, kept.version, now))
+      return (kept.value, dropped)
+    }
+  }
+
+  /// One key's entry: the key's loadable, whose attempts call the data source.
+  ///
+  /// Its status, content, error and attempts are the loadable's own. The fields below are the
+  /// loader's bookkeeping, touched only under the loader's lock.
+  final class KeyedLoadable: AsyncLoadable<Value>, @unchecked Sendable {
+    let key: Key
+    let loadValue: @Sendable (Key) async throws -> (value: Value, version: Version)
+    weak var loader: ContentLoader?
+    let versions: Mutex<Versions>
+    /// The loader's timeline, when values go stale by age.
+    let clock: Timeline?
+
+    // Under the loader's lock:
+    var claimCount = 0
+    /// The observers of the claims that have some, by claim.
+    var sinks: [UInt64: [ClaimSink]] = [:]
+    /// The attempt in which the claims hold interest.
+    var held: LoadStateMachine<Value>.Attempt?
+    var graceTimer: GraceTimer?
+    var shown: Shown?
+    /// Refreshed since the value was loaded: the next first claim loads again.
+    var isStale = false
+    /// A refresh came while an attempt ran: start another when it ends, if still claimed.
+    var refreshPending = false
+    /// Loader-wide marks of the last refresh and of when the running attempt was first seen: only
+    /// an attempt seen after the refresh makes the key fresh again.
+    var refreshMark: UInt64 = 0
+    var attemptMark: UInt64 = 0
+    var isInIndex = false
+    // The idle list (least recently used first).
+    var isIdleLinked = false
+    /// On the list of idle entries with nothing to show.
+    var isIdleEmpty = false
+    var idleSince: Duration = .zero
+    var newer: KeyedLoadable?
+    var older: KeyedLoadable?
+
+    init(
+      loader: ContentLoader, key: Key, prior: (value: Value, version: Version)?,
+      load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version), clock: Timeline?
+    ) {
       self.key = key
+      self.clock = clock
+      self.loadValue = load
+      self.loader = loader
+      self.versions = Mutex(Versions(prior: prior))
       super.init()
     }
 
     deinit {
       let id = ObjectIdentifier(self)
-      loader.withState { $0.unregister(key, id: id) }
+      let key = key
+      loader?.withState { $0.forget(key, id: id) }
+    }
+
+    /// Tells the loader of every status change, whoever causes it.
+    func observeForLoader(_ loader: ContentLoader) {
+      _ = addObserver(
+        { [weak loader, weak self] _ in
+          guard let loader, let self else { return }
+          loader.changed(self)
+        }, onEnd: nil)
     }
 
     override func performLoad() async throws -> Value {
-      try await loader.attempt(of: self)
+      loader?.changed(self)  // a loadable loading out of the index becomes the key's entry again
+      let loaded = try await loadValue(key)
+      let now = clock?.now() ?? .zero
+      let (counter, content) = versionedContent()
+      let (value, dropped) = versions.withLock(owner: self) {
+        $0.keep(loaded, counter: counter, content: content, now: now)
+      }
+      _ = dropped
+      return value
     }
-  }
 
-  /// One attempt of a key's loadable: see `ContentLoaderStateMachine.arrive(…)`.
-  func attempt(of loadable: KeyedLoadable) async throws -> Value {
-    let key = loadable.key
-    let id = ObjectIdentifier(loadable)
-    let waiterID = nextUniqueID()
-    let result = await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: StateMachine.Waiter) in
-        var prior = StateMachine.PriorLookup.notFetched
-        while true {
-          let now = currentTime()
-          // Read under the lock: a cancellation whose handler ran before this point is seen here,
-          // and one after it finds the waiter registered.
-          let arrival = withState {
-            $0.arrive(
-              key, loadable: id, waiterID: waiterID, continuation: continuation, isCancelled: Task.isCancelled,
-              prior: prior, now: now)
-          }
-          switch arrival {
-          case .needsPrior:
-            prior = .fetched(existingValue(key))
-          case .done(let effects):
-            perform(effects)
-            return
-          }
-        }
-      }
-    } onCancel: {
-      let now = currentTime()
-      perform(withState { $0.cancelWaiter(key, waiterID: waiterID, now: now) })
+    /// Stale after a refresh or an invalidation, and when older than the loader's `staleAfter`.
+    override var needsSync: Bool {
+      if super.needsSync { return true }
+      guard let loader else { return false }
+      let expiredBefore = loader.expiryThreshold()
+      return loader.withState { _ in isStale || isExpired(before: expiredBefore) }
     }
-    return try result.get()
-  }
 
-  /// Makes `loadable` mirror its entry: its next attempt takes the entry's state.
-  ///
-  /// When the loadable is not loading, `sync()` starts that attempt (or a caller's attempt that
-  /// started in between serves). When it is loading, the attempt under way may already be past
-  /// `performLoad()`, so a task waits for it to end and then tries again.
-  func poke(_ loadable: KeyedLoadable) {
-    if loadable.loadStatus != .loading {
-      loadable.sync()
-      return
-    }
-    let id = ObjectIdentifier(loadable)
-    guard withState({ $0.claimDriver(loadable.key, id: id) }) else { return }
-    TaskLaunch.startDetached { [self] in
-      while loadable.loadStatus == .loading {
-        try? await loadable.load()
-      }
-      if withState({ $0.releaseDriver(loadable.key, id: id) }) {
-        poke(loadable)
-      }
+    /// Whether the current content was loaded before `threshold` (under the loader's lock).
+    func isExpired(before threshold: Duration?) -> Bool {
+      guard let threshold, let counter = shown?.contentVersion, counter > 0 else { return false }
+      guard let loadedAt = versions.withLock(owner: self, { $0.loadedAt(counter) }) else { return false }
+      return loadedAt <= threshold
     }
   }
 }

@@ -31,8 +31,10 @@ import Synchronization
 ///   loads again at its next first claim (or at ``refresh(_:)``).
 /// - **Observation.** Each claim delivers its key's ``Snapshot``s (``Claim/updates`` or a handler),
 ///   and ``events`` delivers every change to every key, delegate-style.
-/// - **Composition.** ``loadable(for:)`` gives each key an ``AsyncLoadable``, so keyed content
-///   composes with `map`, `zip` and the other combinators.
+/// - **Composition.** Each key's entry *is* an ``AsyncLoadable`` (``loadable(for:)``): a key loads
+///   as an attempt of that loadable, so keyed content composes with `map`, `zip` and the other
+///   combinators, and a load the key's claims started is cancelled when they all end, the
+///   loadable going back to how it was.
 /// - **Bounded memory.** An entry without claims is idle. Idle entries are evicted, least
 ///   recently used first, beyond ``init(gracePeriod:idleTimeout:maximumIdleCount:clock:existingValue:load:)``'s
 ///   `maximumIdleCount` and after its `idleTimeout`, measured on the injected clock.
@@ -40,18 +42,21 @@ import Synchronization
 /// The loader is thread-safe without actor isolation. Its state is a value held in a `Mutex`;
 /// loads, hooks, handlers and stream continuations always run after the lock is released, and
 /// notifications are queued under the lock and delivered in that order. Beginning and ending a
-/// claim is O(1).
+/// claim is O(1). Streams are bounded by default: a claim's ``Claim/updates`` keeps the latest
+/// snapshot only, ``events`` the newest 1,000 events; both take a buffering policy.
 ///
 /// See <doc:LoadingKeyedContent> for the detailed design.
 public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Version: Comparable & Sendable>: Sendable {
-  typealias StateMachine = ContentLoaderStateMachine<Key, Value, Version>
+  typealias State = ContentLoaderState<Key, Value, Version>
 
-  let state: Mutex<StateMachine>
+  let state: Mutex<State>
   let loadValue: @Sendable (Key) async throws -> (value: Value, version: Version)
   let existingValue: @Sendable (Key) -> (value: Value, version: Version)?
   let timeline: Timeline
   let gracePeriod: Duration
   let tracksIdleTime: Bool
+  /// How old a value may be before its next first claim refreshes it; `nil` never.
+  let staleAfter: Duration?
 
   /// Creates a loader.
   ///
@@ -59,41 +64,48 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///   - gracePeriod: How long a load goes on after the last claim on its key ended, so that a
   ///     key claimed again at once — a reused cell — does not restart its load. The default,
   ///     `.zero`, cancels at once. A negative value counts as `.zero`.
-  ///   - idleTimeout: How long an entry may stay idle (without claims or loads) before it is
+  ///   - idleTimeout: How long an entry may stay idle (without claims or a load) before it is
   ///     evicted; `nil` never evicts by time. A negative value counts as `.zero`.
   ///   - maximumIdleCount: How many idle entries are kept; beyond it the least recently used are
   ///     evicted at once. `0` evicts every entry as soon as it is idle. A negative value counts
   ///     as `0`.
-  ///   - clock: The clock that measures `gracePeriod` and `idleTimeout`. Tests pass a
-  ///     `TestClock` from `LoadableKitTesting`.
+  ///   - staleAfter: How old a loaded value may get before it is *stale*: a stale value is shown
+  ///     at once, and refreshed at the key's next first claim (or its loadable's next
+  ///     `fetchIfNeeded()`). Its age counts from the end of the load that produced or confirmed
+  ///     it, on `clock`. `nil`, the default, never makes a value stale by age. A negative value
+  ///     counts as `.zero`.
+  ///   - clock: The clock that measures `gracePeriod`, `idleTimeout` and `staleAfter`. Tests pass
+  ///     a `TestClock` from `LoadableKitTesting`.
   ///   - existingValue: The data source's synchronous hook for a value that exists already
   ///     (a memory or disk cache), with its version, or `nil`. It is called, outside any lock,
   ///     when an entry is made for a key; the value is shown while the first load runs.
-  ///   - load: The data source's load of one key, returning the value and its version. It runs in
-  ///     its own task, which is cancelled when nobody needs the result any more: check for
-  ///     cancellation (or use APIs that do) so cancelled work stops early. Its result is dropped
-  ///     once cancelled.
+  ///   - load: The data source's load of one key, returning the value and its version. It runs as
+  ///     an attempt of the key's loadable, in a task that is cancelled when nobody needs the
+  ///     result any more: check for cancellation (or use APIs that do) so cancelled work stops
+  ///     early. Its result is dropped once cancelled. Loadables it loads are dependencies of the
+  ///     key's attempt.
   public init(
     gracePeriod: Duration = .zero,
     idleTimeout: Duration? = .seconds(300),
     maximumIdleCount: Int = 500,
+    staleAfter: Duration? = nil,
     clock: any Clock<Duration> = ContinuousClock(),
     existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
     load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version)
   ) {
     let gracePeriod = max(gracePeriod, .zero)
     let idleTimeout = idleTimeout.map { max($0, .zero) }
-    state = Mutex(
-      StateMachine(gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: max(maximumIdleCount, 0)))
+    state = Mutex(State(gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: max(maximumIdleCount, 0)))
     self.gracePeriod = gracePeriod
     tracksIdleTime = idleTimeout != nil
+    self.staleAfter = staleAfter.map { max($0, .zero) }
     timeline = Timeline(clock)
     self.existingValue = existingValue
     self.loadValue = load
   }
 
   deinit {
-    // No claim and no keyed loadable is left (each holds the loader), so nothing waits on us.
+    // No claim is left (each holds the loader). Loadables handed out keep working on their own.
     perform(withState { $0.shutdown() })
   }
 
@@ -102,9 +114,10 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// Claims `key`: the first claim on a key starts its load.
   ///
   /// While a key has claims its entry is kept and a running load goes on. When the last claim
-  /// ends, the load still running is cancelled (after the grace period). A key that is loaded
-  /// and not stale is not loaded again by a new claim; a key that never loaded, failed, was
-  /// cancelled or was refreshed is.
+  /// ends, a load that only the claims wanted is cancelled (after the grace period), and the key
+  /// goes back to how it was before that load; a load somebody else asked for — a caller of the
+  /// key's ``loadable(for:)`` — goes on. A key that is loaded and not stale is not loaded again by
+  /// a new claim; a key that never loaded, failed, was cancelled or was refreshed is.
   ///
   /// - Complexity: O(1). For a key without an entry, the data source's `existingValue` hook is
   ///   called once, outside the lock.
@@ -122,32 +135,50 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// thread may finish. The handler may call back into the loader; it should not capture its own
   /// claim strongly unless it ends the claim explicitly.
   public func begin(_ key: Key, onUpdate: @escaping @Sendable (Snapshot) -> Void) -> Claim {
-    begin(key, sink: .handler(StateMachine.Handler(onUpdate)))
+    begin(key, sink: .handler(Handler(onUpdate)))
   }
 
-  func begin(_ key: Key, sink: StateMachine.Sink?) -> Claim {
-    var prior = StateMachine.PriorLookup.notFetched
+  func begin(_ key: Key, sink: Sink?) -> Claim {
+    let claim = Claim(loader: self, key: key, id: nextUniqueID())
+    let expiredBefore = expiryThreshold()
+    var fresh: KeyedLoadable?
     while true {
-      switch withState({ $0.begin(key, sink: sink, prior: prior) }) {
-      case .needsPrior:
-        prior = .fetched(existingValue(key))
-      case .begun(let entry, let claimID, let effects):
-        perform(effects)
-        return Claim(loader: self, key: key, entry: entry, id: claimID)
+      let (begun, effects) = withState { state -> (Bool, State.Effects) in
+        var effects = State.Effects()
+        let begun = state.begin(claim, sink: sink, fresh: fresh, expiredBefore: expiredBefore, &effects)
+        return (begun, effects)
       }
+      perform(effects)
+      if begun { return claim }
+      fresh = makeEntry(key)
     }
   }
 
-  func end(_ entry: StateMachine.Entry, claimID: UInt64) {
+  func end(_ claim: Claim) {
     let now = currentTime()
-    perform(withState { $0.end(entry, claimID: claimID, now: now) })
+    let (entry, effects) = withState { state -> (KeyedLoadable?, State.Effects) in
+      var effects = State.Effects()
+      let entry = state.end(claim, now: now, &effects)
+      return (entry, effects)
+    }
+    perform(effects)
+    _ = entry  // released here, outside the lock
+  }
+
+  /// A new entry for `key`, made outside the lock: the `existingValue` hook is user code.
+  func makeEntry(_ key: Key) -> KeyedLoadable {
+    let entry = KeyedLoadable(
+      loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline)
+    entry.observeForLoader(self)
+    return entry
   }
 
   // MARK: - Reading and refreshing
 
   /// The key's current snapshot, or `nil` when the loader holds no entry for it.
   public func snapshot(for key: Key) -> Snapshot? {
-    withState { $0.snapshot(for: key) }
+    // The loadable's snapshot holds copies of user values: released here, after the lock.
+    withState { $0.snapshot(for: key) }?.0
   }
 
   /// The number of entries the loader holds: claimed, loading and idle.
@@ -159,11 +190,12 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
 
   /// Marks `key`'s value out of date.
   ///
-  /// When somebody needs the key (a claim, or a caller loading through ``loadable(for:)``), a
-  /// new load starts at once. A load already running is not cancelled — it may return data from
-  /// before the change, or the newest — and both results go through the version check, so the
-  /// newer wins. (At most two loads of a key run at once: a third refresh cancels the oldest.)
-  /// An idle entry loads again at its next first claim. Does nothing for a key without an entry.
+  /// A claimed key loads again at once; when a load is running — it may return data from before
+  /// the change — the next load starts as soon as it ends (a key's loadable runs one attempt at a
+  /// time), and the current value stays on screen meanwhile. Results go through the version
+  /// check, so the newer wins. An idle entry is marked stale: it loads again at its next first
+  /// claim, or when its loadable's `fetchIfNeeded()` is called. Does nothing for a key without an
+  /// entry.
   public func refresh(_ key: Key) {
     perform(withState { $0.refresh(key) })
   }
@@ -175,16 +207,57 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     perform(withState { $0.refreshAll() })
   }
 
+  /// ``refresh(_:)`` for every key the loader holds that `predicate` chooses: "every key of this
+  /// portal item", "every key older than this version".
+  ///
+  /// `predicate` is called outside the lock, once per key held when the call starts.
+  ///
+  /// - Complexity: O(n) in the number of entries.
+  public func refresh(where predicate: (Key) throws -> Bool) rethrows {
+    let chosen = try keys().filter(predicate)
+    perform(withState { $0.refresh(chosen, loading: true) })
+  }
+
+  /// Marks the keys that `predicate` chooses stale without loading them now: each loads at its
+  /// next first claim (or its loadable's next `fetchIfNeeded()`), and shows its current value
+  /// meanwhile. A claimed key goes on showing its value until then.
+  ///
+  /// `predicate` is called outside the lock, once per key held when the call starts.
+  ///
+  /// - Complexity: O(n) in the number of entries.
+  public func invalidate(where predicate: (Key) throws -> Bool) rethrows {
+    let chosen = try keys().filter(predicate)
+    perform(withState { $0.refresh(chosen, loading: false) })
+  }
+
+  /// The keys held, copied out of the lock.
+  func keys() -> [Key] {
+    withState { Array($0.index.keys) }
+  }
+
   // MARK: - Observing
 
-  /// Every change to every key, delegate-style: each access makes a new stream that receives
-  /// the changes from then on, in order, one event per change, with an unbounded buffer.
-  ///
-  /// The stream finishes when the loader is deallocated; ending the iteration unregisters it.
+  /// Every change to every key, delegate-style, with a buffer of the newest 1,000 events: see
+  /// ``events(bufferingPolicy:)``.
   public var events: AsyncStream<Event> {
-    let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+    events(bufferingPolicy: .bufferingNewest(1_000))
+  }
+
+  /// Every change to every key, delegate-style: each call makes a new stream that receives the
+  /// changes from then on, in order, one event per change.
+  ///
+  /// A consumer slower than the changes loses events as `bufferingPolicy` says (the oldest, by
+  /// default); pass `.unbounded` only when the consumer keeps up. The stream finishes when the
+  /// loader is deallocated; ending the iteration unregisters it.
+  ///
+  /// - Parameter bufferingPolicy: What the stream keeps while its consumer is busy.
+  public func events(bufferingPolicy: AsyncStream<Event>.Continuation.BufferingPolicy) -> AsyncStream<Event> {
+    let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: bufferingPolicy)
     if let id = withState({ $0.addEventSink(continuation) }) {
-      continuation.onTermination = { [weak self] _ in self?.withState { $0.removeEventSink(id) } }
+      continuation.onTermination = { [weak self] _ in
+        let removed = self?.withState { $0.removeEventSink(id) }
+        _ = removed  // released outside the lock
+      }
     } else {
       continuation.finish()
     }
@@ -194,8 +267,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   // MARK: - Effects
 
   /// Runs `body` on the state under the lock (made visible to ThreadSanitizer).
-  func withState<Result>(_ body: (inout sending StateMachine) -> sending Result) -> sending Result {
+  func withState<Result>(_ body: (inout sending State) -> sending Result) -> sending Result {
     state.withLock(owner: self, body)
+  }
+
+  /// With `staleAfter`: values loaded before this offset are stale. Read before taking the lock.
+  func expiryThreshold() -> Duration? {
+    staleAfter.map { timeline.now() - $0 }
   }
 
   /// The time for the idle list, read before taking the lock; only needed with an idle timeout.
@@ -203,68 +281,57 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     tracksIdleTime ? timeline.now() : .zero
   }
 
-  /// Performs what the state machine asked for, after the lock was released.
-  func perform(_ effects: StateMachine.Effects) {
+  /// An entry's loadable changed (its status observer, or its attempt starting).
+  func changed(_ entry: KeyedLoadable) {
+    let now = currentTime()
+    perform(withState { $0.changed(entry, now: now) })
+  }
+
+  /// Performs what the state asked for, after the lock was released, in one order: cancel tasks;
+  /// perform the entries' own effects (which notify the entries' observers and resume their
+  /// callers); launch the attempts started for claims; start timers; deliver the queued
+  /// notifications. `effects.released` goes last, when `effects` dies.
+  func perform(_ effects: State.Effects) {
     for task in effects.cancelTasks { task.cancel() }
-    for start in effects.startLoads { launchLoad(start) }
-    for timer in effects.startTimers { launchGraceTimer(timer) }
+    for (entry, entryEffects) in effects.entryEffects { entry.perform(entryEffects) }
+    for (entry, attempt, event) in effects.launches {
+      entry.launch(attempt)
+      AttemptContext.outside { entry.deliver(event, contentChanged: false) }
+    }
+    for (entry, id) in effects.startTimers { launchGraceTimer(entry, id: id) }
     if let deadline = effects.startSweeper { launchSweeper(firstDeadline: deadline) }
-    for (continuation, result) in effects.resumes { continuation.resume(returning: result) }
-    for loadable in effects.pokes { poke(loadable) }
     if effects.drain { drain() }
-    // `effects.released`, `releasedValues` and `retained` are released here, outside the lock.
   }
 
   /// Delivers queued notifications until the queue is empty. Only one caller delivers at a time
   /// (the one whose change found the queue idle), so every observer sees changes in order.
   func drain() {
     while let batch = withState({ $0.takeOutbox() }) {
-      for delivery in batch {
-        switch delivery {
-        case .snapshot(.stream(let continuation), let snapshot):
-          continuation.yield(snapshot)
-        case .snapshot(.handler(let handler), let snapshot):
-          if handler.isActive.load(ordering: .acquiring) { handler.call(snapshot) }
-        case .finish(let continuation):
-          continuation.finish()
-        case .event(let continuation, let event):
-          continuation.yield(event)
-        case .finishEvents(let continuation):
-          continuation.finish()
+      AttemptContext.outside {
+        for delivery in batch {
+          switch delivery {
+          case .snapshot(.stream(let continuation), let snapshot):
+            continuation.yield(snapshot)
+          case .snapshot(.handler(let handler), let snapshot):
+            if handler.isActive.load(ordering: .acquiring) { handler.call(snapshot) }
+          case .finish(let continuation):
+            continuation.finish()
+          case .event(let continuation, let event):
+            continuation.yield(event)
+          case .finishEvents(let continuation):
+            continuation.finish()
+          }
         }
       }
     }
   }
 
-  /// Runs one load of a key in its own task (detached, so it inherits no task-local state from
-  /// whoever happened to claim the key first).
-  func launchLoad(_ start: StateMachine.StartLoad) {
-    let load = loadValue
-    let entry = start.entry
-    let id = start.id
-    let key = entry.key
-    let task = TaskLaunch.startDetached(priority: Task.currentPriority) { [weak self] in
-      let result: StateMachine.LoadResult
-      do {
-        result = .success(try await load(key))
-      } catch {
-        result = .failure(error)
-      }
-      guard let self else { return }
-      let now = self.currentTime()
-      self.perform(self.withState { $0.finish(entry, load: id, with: result, now: now) })
-    }
-    if withState({ $0.attach(task, toLoad: id, of: entry) }) { task.cancel() }
-  }
-
-  func launchGraceTimer(_ timer: StateMachine.StartTimer) {
+  func launchGraceTimer(_ entry: KeyedLoadable, id: UInt64) {
     let timeline = timeline
     let deadline = timeline.now() + gracePeriod
-    let entry = timer.entry
-    let id = timer.id
-    let task = TaskLaunch.startDetached(priority: Task.currentPriority) { [weak self] in
+    let task = TaskLaunch.startDetached(priority: Task.currentPriority) { [weak self, weak entry] in
       do { try await timeline.sleepUntil(deadline) } catch { return }
-      guard let self else { return }
+      guard let self, let entry else { return }
       let now = self.currentTime()
       self.perform(self.withState { $0.graceExpired(entry, id: id, now: now) })
     }

@@ -8,9 +8,11 @@ extension Job {
   /// The job's events: a snapshot of its current state first, then every status change, progress
   /// step and message, in the order they happened.
   ///
-  /// Each access makes a new stream with an unbounded buffer. The stream finishes after the
-  /// job's terminal status (at once, after the snapshot, for a finished job), or when the job is
-  /// deallocated; ending the iteration removes the subscription.
+  /// Each access makes a new stream whose buffer keeps the newest
+  /// ``defaultEventBufferLimit`` events: a consumer that falls further behind loses the oldest,
+  /// never the terminal status. Use ``events(bufferingPolicy:)`` to choose another policy. The
+  /// stream finishes after the job's terminal status (at once, after the snapshot, for a finished
+  /// job), or when the job is deallocated; ending the iteration removes the subscription.
   ///
   /// ```swift
   /// for await event in job.events {
@@ -22,11 +24,25 @@ extension Job {
   ///   }
   /// }
   /// ```
-  public var events: AsyncStream<JobEvent> {
-    let (stream, continuation) = AsyncStream.makeStream(of: JobEvent.self, bufferingPolicy: .unbounded)
+  public var events: AsyncStream<JobEvent> { events(bufferingPolicy: .bufferingNewest(Self.defaultEventBufferLimit)) }
+
+  /// How many events the stream of ``events`` buffers for a consumer that falls behind: 1,000.
+  public static var defaultEventBufferLimit: Int { 1_000 }
+
+  /// The job's events, as ``events`` delivers them, buffered as `bufferingPolicy` says.
+  ///
+  /// `.bufferingNewest(n)` keeps the newest `n` events for a slow consumer (the terminal status is
+  /// never lost); `.bufferingOldest(n)` keeps the oldest and drops the rest, the end included;
+  /// `.unbounded` keeps everything, so a consumer that stops reading lets it grow without bound.
+  ///
+  /// - Parameter bufferingPolicy: How many events to keep for a consumer that falls behind.
+  /// - Returns: A new stream; its first event is a snapshot of the job.
+  public func events(bufferingPolicy: AsyncStream<JobEvent>.Continuation.BufferingPolicy) -> AsyncStream<JobEvent> {
+    let (stream, continuation) = AsyncStream.makeStream(of: JobEvent.self, bufferingPolicy: bufferingPolicy)
     let id = addObserver { delivery in
       switch delivery {
       case .event(let event): continuation.yield(event)
+      case .checkpointSaved: break
       case .end: continuation.finish()
       }
     }
@@ -69,7 +85,7 @@ extension Job {
       switch delivery {
       case .event(.snapshot(let snapshot)): statusHandler?(snapshot.status)
       case .event(.status(let status)): statusHandler?(status)
-      case .event: break
+      case .event, .checkpointSaved: break
       case .end(let result): completion(result ?? .failure(CancellationError()))
       }
     }
@@ -84,7 +100,8 @@ extension Job {
   }
 
   func removeObserver(_ id: UInt64) {
-    state.withLock(owner: self) { $0.removeObserver(id) }
+    let removed = state.withLock(owner: self) { $0.removeObserver(id) }
+    _ = consume removed  // the handler and its pending deliveries go after the lock
   }
 
   /// Delivers pending events until there are none; only one caller drains at a time, so every

@@ -13,13 +13,19 @@ extension Job {
   /// - Throws: ``JobError`` with ``JobError/Code/encodingFailed`` when the work or its checkpoint
   ///   does not encode.
   public func toJSON() throws -> Data {
-    let snapshot = withState { state in (state.snapshot, state.checkpoint) }
+    try encodeJSON().data
+  }
+
+  /// The JSON form and the generation of the checkpoint it holds, read in one step.
+  func encodeJSON() throws -> (data: Data, generation: UInt64) {
+    let snapshot = withState { state in (state.snapshot, state.checkpoint, state.messageLog.limit, state.checkpointGeneration) }
     let envelope = JobEnvelope(
       schemaVersion: JobJSON.schemaVersion, kind: Work.kind, parameters: work, status: snapshot.0.status,
       checkpoint: snapshot.1, fractionCompleted: snapshot.0.fractionCompleted, messages: snapshot.0.messages,
+      messageLimit: snapshot.2, droppedMessageCount: snapshot.0.droppedMessageCount,
       error: snapshot.0.error.map(PersistedJobError.init))
     do {
-      return try JobJSON.encoder().encode(envelope)
+      return (try JobJSON.encoder().encode(envelope), snapshot.3)
     } catch {
       throw JobError(code: .encodingFailed, message: "the job could not be encoded: \(error)", underlyingError: error)
     }
@@ -48,14 +54,18 @@ extension Job {
       code: .outputNotPersisted,
       message: "the job was restored after it finished (\(envelope.status.rawValue)); outputs are not persisted")
     let machine: Machine
+    // The job keeps the limit it was saved with; JSON written before there was one gets the options'.
+    let messages = JobMessageLog(
+      limit: envelope.messageLimit ?? options.messageLimit, messages: envelope.messages,
+      droppedCount: envelope.droppedMessageCount ?? 0)
     switch envelope.status {
     case .notStarted, .started, .paused:
       machine = Machine(
         status: envelope.status == .notStarted ? .notStarted : .paused, checkpoint: envelope.checkpoint,
-        messages: envelope.messages, progress: envelope.fractionCompleted)
+        messages: messages, progress: envelope.fractionCompleted)
     case .succeeded:
       machine = Machine(
-        status: .succeeded, checkpoint: envelope.checkpoint, messages: envelope.messages, progress: 1,
+        status: .succeeded, checkpoint: envelope.checkpoint, messages: messages, progress: 1,
         result: .failure(notPersisted))
     case .canceling, .failed:
       let error =
@@ -63,7 +73,7 @@ extension Job {
         ? CancellationError()
         : envelope.error?.restored ?? JobError(code: .workFailed, message: "the job failed; no error was recorded")
       machine = Machine(
-        status: .failed, checkpoint: envelope.checkpoint, messages: envelope.messages, error: error,
+        status: .failed, checkpoint: envelope.checkpoint, messages: messages, error: error,
         progress: envelope.fractionCompleted, result: .failure(notPersisted))
     }
     return Job(restoring: envelope.parameters, options: options, machine: machine)

@@ -76,7 +76,7 @@ extension Job: JobContextHost {
 
   @usableFromInline
   func saveCheckpoint(_ checkpoint: Work.Checkpoint) {
-    state.withLock(owner: self) { $0.saveCheckpoint(checkpoint) }
+    perform(withState { $0.saveCheckpoint(checkpoint) })
   }
 
   @usableFromInline

@@ -63,7 +63,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   public init(_ work: Work, options: JobOptions) {
     self.work = work
     self.options = options
-    self.state = Mutex(Machine())
+    self.state = Mutex(Machine(messages: JobMessageLog(limit: options.messageLimit)))
     self.signals = JobSignals(progress: 0)
   }
 
@@ -76,8 +76,9 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   }
 
   deinit {
+    // The entries (handlers and their pending deliveries) are released here, after the lock.
     let observers = state.withLock(owner: self) { $0.detachObservers() }
-    for observer in observers { observer(.end(nil)) }
+    for observer in observers { observer.handler(.end(nil)) }
   }
 
   // MARK: - State
@@ -88,10 +89,25 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     return state.withLock(owner: self) { $0.status }
   }
 
-  /// The messages posted so far, oldest first. Observable.
+  /// The messages posted so far, oldest first, at most ``messageLimit`` of them: past the limit the
+  /// oldest are dropped and counted in ``droppedMessageCount``. Observable.
   public var messages: [JobMessage] {
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.messages)
     return state.withLock(owner: self) { $0.messages }
+  }
+
+  /// How many messages were dropped to keep ``messages`` within ``messageLimit``, the oldest
+  /// first, since the job was created (a restored job goes on counting from its JSON form).
+  /// Observable, with ``messages``.
+  public var droppedMessageCount: Int {
+    registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.messages)
+    return state.withLock(owner: self) { $0.messageLog.droppedCount }
+  }
+
+  /// The most messages the job keeps: ``JobOptions/messageLimit`` when it was created, or the
+  /// limit saved in its JSON form when it was restored.
+  public var messageLimit: Int {
+    state.withLock(owner: self) { $0.messageLog.limit }
   }
 
   /// The fraction of the work completed, from 0 to 1.
@@ -244,6 +260,9 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     }
   }
 
+  /// The continuations the job holds (parked work, output and settle waiters), for tests.
+  var waiterCountForTesting: Int { state.withLock(owner: self) { $0.waiterCount } }
+
   // MARK: - Effects
 
   /// Runs `body` on the state, with the lock-free progress mirrored in and out, and keeps the
@@ -256,14 +275,19 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
       if state.progress.bitPattern > before {
         _ = signals.progressBits.max(state.progress.bitPattern, ordering: .relaxed)
       }
-      signals.gate.store(state.status == .started, ordering: .releasing)
+      signals.gate.store(state.pausePointsOpen, ordering: .releasing)
       return result
     }
   }
 
-  /// Performs what a transition asked for, outside the lock.
-  func perform(_ effects: Machine.Effects) {
+  /// Performs what a transition asked for, outside the lock, in the order of effects every
+  /// LoadableKit engine follows: (1) cancel the task; (2) tell observation and the observers;
+  /// (3) resume the waiters (parked callers, settle waiters, output waiters), then launch a run;
+  /// (4) release the values the state let go of: they go with `effects`, after this returns.
+  func perform(_ effects: consuming Machine.Effects) {
     effects.cancelTask?.cancel()
+    notifyObservation(of: effects.changes)
+    if effects.drain { drainObservers() }
     for park in effects.resumeParked { park.resume() }
     for park in effects.cancelParked { park.resume(throwing: CancellationError()) }
     for waiter in effects.settled { waiter.resume() }
@@ -271,8 +295,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
       for waiter in effects.outputWaiters { waiter.resume(with: result) }
     }
     if let runID = effects.launch { launch(runID) }
-    notifyObservation(of: effects.changes)
-    if effects.drain { drainObservers() }
+    _ = consume effects  // (4) the released values, last
   }
 }
 

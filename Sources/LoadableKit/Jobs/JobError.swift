@@ -45,6 +45,14 @@ public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let workFailed = Code(rawValue: "workFailed")
     /// ``Job/toJSON()`` could not encode the work or its checkpoint.
     public static let encodingFailed = Code(rawValue: "encodingFailed")
+    /// Another ``JobManager`` (in this process or another) holds the job store's directory.
+    public static let storeLocked = Code(rawValue: "storeLocked")
+    /// A ``JobStore`` could not read, write or remove a job's record: the message says which file
+    /// and why.
+    public static let storeFailed = Code(rawValue: "storeFailed")
+    /// A ``JobManager`` holds no job with the given identifier, or was given a job it cannot
+    /// persist.
+    public static let unknownJob = Code(rawValue: "unknownJob")
   }
 
   /// The stable code of this error; equality and hashing use only the code.
@@ -90,6 +98,12 @@ public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
   }
   /// An error with the ``Code/workFailed`` code; use it to compare.
   public static var workFailed: JobError { JobError(code: .workFailed, message: "the work failed") }
+  /// An error with the ``Code/storeLocked`` code; use it to compare.
+  public static var storeLocked: JobError { JobError(code: .storeLocked, message: "another job manager holds the store") }
+  /// An error with the ``Code/storeFailed`` code; use it to compare.
+  public static var storeFailed: JobError { JobError(code: .storeFailed, message: "the job store failed") }
+  /// An error with the ``Code/unknownJob`` code; use it to compare.
+  public static var unknownJob: JobError { JobError(code: .unknownJob, message: "the job manager holds no such job") }
   /// An error with the ``Code/encodingFailed`` code; use it to compare.
   public static var encodingFailed: JobError { JobError(code: .encodingFailed, message: "the job could not be encoded") }
 }

@@ -74,6 +74,12 @@ enum JobJSON {
     guard (0...1).contains(envelope.fractionCompleted) else {
       throw JobError(code: .malformed, message: "fractionCompleted \(envelope.fractionCompleted) is not between 0 and 1")
     }
+    if let limit = envelope.messageLimit, limit < 0 {
+      throw JobError(code: .malformed, message: "messageLimit \(limit) is negative")
+    }
+    if let dropped = envelope.droppedMessageCount, dropped < 0 {
+      throw JobError(code: .malformed, message: "droppedMessageCount \(dropped) is negative")
+    }
     // -0.0 is in 0...1, but progress is ordered by bit pattern, where it would sort above 1.
     if envelope.fractionCompleted == 0 { envelope.fractionCompleted = 0 }
     return envelope
@@ -168,6 +174,10 @@ struct JobEnvelope<Work: JobWork>: Codable {
   var checkpoint: Work.Checkpoint?
   var fractionCompleted: Double
   var messages: [JobMessage]
+  /// The job's message limit; absent in JSON written before messages were capped.
+  var messageLimit: Int?
+  /// How many messages were dropped; absent in JSON written before messages were capped.
+  var droppedMessageCount: Int?
   var error: PersistedJobError?
 }
 

@@ -73,6 +73,13 @@ public struct JobOptions: Sendable {
   public var transientWindow: Duration
   /// The clock the job waits on between retries and measures the window with.
   public var clock: any Clock<Duration>
+  /// The most messages a job keeps; 1,000 by default.
+  ///
+  /// Past the limit the oldest messages are dropped and counted in ``Job/droppedMessageCount``, so
+  /// a job that retries a transient error at once, thousands of times a second, stays bounded. A
+  /// limit of zero keeps no message; a negative one counts as zero. The limit is saved in the job's
+  /// JSON form, and a restored job keeps it.
+  public var messageLimit: Int
 
   /// Creates options.
   ///
@@ -81,12 +88,15 @@ public struct JobOptions: Sendable {
   ///   - backoff: The delays between retries; by default 1 s doubling up to 60 s.
   ///   - transientWindow: How long transient errors may go on; 10 minutes by default.
   ///   - clock: The clock to wait on; a `ContinuousClock` by default.
+  ///   - messageLimit: The most messages a job keeps; 1,000 by default.
   public init(
     isTransient: @escaping @Sendable (any Error) -> Bool = { _ in false },
     backoff: Backoff = .exponential(),
     transientWindow: Duration = .seconds(600),
-    clock: any Clock<Duration> = ContinuousClock()
+    clock: any Clock<Duration> = ContinuousClock(),
+    messageLimit: Int = 1_000
   ) {
+    self.messageLimit = messageLimit
     self.isTransient = isTransient
     self.backoff = backoff
     self.transientWindow = transientWindow

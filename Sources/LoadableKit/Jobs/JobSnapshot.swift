@@ -10,9 +10,16 @@ public struct JobSnapshot: Sendable {
   public var messages: [JobMessage]
   /// Why the job failed; non-`nil` exactly when ``status`` is ``JobStatus/failed``.
   public var error: (any Error)?
+  /// How many messages were dropped, the oldest first, to keep ``messages`` within the job's
+  /// ``Job/messageLimit``.
+  public var droppedMessageCount: Int
 
   /// Creates a snapshot.
-  public init(status: JobStatus, fractionCompleted: Double, messages: [JobMessage], error: (any Error)?) {
+  public init(
+    status: JobStatus, fractionCompleted: Double, messages: [JobMessage], error: (any Error)?,
+    droppedMessageCount: Int = 0
+  ) {
+    self.droppedMessageCount = droppedMessageCount
     self.status = status
     self.fractionCompleted = fractionCompleted
     self.messages = messages

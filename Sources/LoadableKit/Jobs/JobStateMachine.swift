@@ -2,6 +2,8 @@
 /// (`nil` when the job was deallocated before it finished).
 enum JobDelivery<Output: Sendable>: Sendable {
   case event(JobEvent)
+  /// The work saved a checkpoint (for a ``JobManager``, which stores it).
+  case checkpointSaved
   case end(Result<Output, any Error>?)
 }
 
@@ -34,19 +36,31 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     case idle, running, backingOff
   }
 
-  /// What to do after leaving the lock, in this order: cancel the task, resume parked callers,
-  /// resume settle waiters, resume output waiters with `result`, launch a run, notify observation,
-  /// drain observers.
+  /// What to do after leaving the lock, in the one order every engine of LoadableKit uses:
+  /// (1) cancel the task; (2) tell observation (`changes`) and the observers (`drain`);
+  /// (3) resume the waiters: parked callers, settle waiters, output waiters with `result`; then
+  /// launch a run; (4) release what the state let go of (`released`), last, when the effects are
+  /// destroyed.
   struct Effects: Sendable {
     var cancelTask: Task<Void, Never>?
+    var changes: JobChanges = []
+    var drain = false
     var resumeParked: [Park] = []
     var cancelParked: [Park] = []
     var settled: [SettleWaiter] = []
     var outputWaiters: [OutputWaiter] = []
     var result: Result<Output, any Error>?
     var launch: UInt64?
-    var changes: JobChanges = []
-    var drain = false
+    /// User values the state replaced or dropped: destroyed with the effects, after the lock is
+    /// released, because their `deinit` is user code that may read the job.
+    var released = Released()
+  }
+
+  /// What a transition let go of.
+  struct Released: Sendable {
+    var checkpoint: Checkpoint?
+    var error: (any Error)?
+    var observers: [ObserverEntry] = []
   }
 
   enum CancelOutcome: Equatable, Sendable {
@@ -64,7 +78,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     case proceed, cancel, parked
   }
 
-  struct ObserverEntry {
+  struct ObserverEntry: Sendable {
     var handler: Observer
     var pending: [JobDelivery<Output>]
   }
@@ -73,7 +87,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private(set) var checkpoint: Checkpoint?
   /// Counts saved checkpoints; the transient-error window restarts when it changes.
   private(set) var checkpointGeneration: UInt64 = 0
-  private(set) var messages: [JobMessage]
+  private(set) var messageLog: JobMessageLog
+  var messages: [JobMessage] { messageLog.messages }
   private(set) var error: (any Error)?
   /// The job's result once it finished.
   private(set) var result: Result<Output, any Error>?
@@ -89,18 +104,23 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private var settleWaiters: [UInt64: SettleWaiter] = [:]
   private var observers: [UInt64: ObserverEntry] = [:]
   private var isDraining = false
+  /// Whether a store must confirm each checkpoint before the work goes past its next pause point
+  /// (a ``JobManager`` holds the job).
+  private var durabilityRequired = false
+  /// The newest checkpoint generation the store confirmed.
+  private var durableGeneration: UInt64 = 0
 
   /// A new job, or one restored from JSON.
   ///
   /// A restored job's `status` is `.notStarted`, `.paused`, `.succeeded` or `.failed`; a finished
   /// one gets `result` (a failure: outputs are not persisted).
   init(
-    status: JobStatus = .notStarted, checkpoint: Checkpoint? = nil, messages: [JobMessage] = [],
+    status: JobStatus = .notStarted, checkpoint: Checkpoint? = nil, messages: JobMessageLog = JobMessageLog(limit: 1_000),
     error: (any Error)? = nil, progress: Double = 0, result: Result<Output, any Error>? = nil
   ) {
     self.status = status
     self.checkpoint = checkpoint
-    self.messages = messages
+    self.messageLog = messages
     self.error = error
     self.progress = progress
     self.publishedProgress = progress
@@ -108,8 +128,19 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   }
 
   var snapshot: JobSnapshot {
-    JobSnapshot(status: status, fractionCompleted: progress, messages: messages, error: error)
+    JobSnapshot(
+      status: status, fractionCompleted: progress, messages: messages, error: error,
+      droppedMessageCount: messageLog.droppedCount)
   }
+
+  /// A checkpoint is saved that the store has not confirmed yet: pause points hold the work.
+  var awaitingDurability: Bool { durabilityRequired && durableGeneration < checkpointGeneration }
+
+  /// Whether a pause point may return at once: the job runs and its last checkpoint is stored.
+  var pausePointsOpen: Bool { status == .started && !awaitingDurability }
+
+  /// The continuations the state holds: parked callers, output and settle waiters.
+  var waiterCount: Int { parked.count + outputWaiters.count + settleWaiters.count }
 
   /// Paused with work in progress that has not reached a pause point yet.
   var isUnsettled: Bool { status == .paused && activity == .running && parked.isEmpty }
@@ -126,7 +157,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
       setStatus(.started, &effects)
       if activity == .idle {
         launch(&effects)
-      } else {
+      } else if !awaitingDurability {
         effects.resumeParked = Array(parked.values)
         parked.removeAll()
       }
@@ -197,6 +228,9 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     var effects = Effects()
     guard !taskIsCancelled else { return (.cancel, effects) }
     switch status {
+    case .started where awaitingDurability:
+      parked[id] = park
+      return (.parked, effects)
     case .started:
       return (.proceed, effects)
     case .paused where activity != .idle:
@@ -231,10 +265,41 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   // MARK: - The context
 
-  mutating func saveCheckpoint(_ checkpoint: Checkpoint) {
-    guard !status.isFinished else { return }
+  /// Records `checkpoint`; the one it replaces is released with the returned effects.
+  mutating func saveCheckpoint(_ checkpoint: Checkpoint) -> Effects {
+    var effects = Effects()
+    guard !status.isFinished else { return effects }
+    effects.released.checkpoint = self.checkpoint
     self.checkpoint = checkpoint
     checkpointGeneration &+= 1
+    if !observers.isEmpty {
+      for index in observers.indices { observers.values[index].pending.append(.checkpointSaved) }
+      if startDraining() { effects.drain = true }
+    }
+    return effects
+  }
+
+  // MARK: - Durability
+
+  /// Makes pause points wait for the store to confirm each checkpoint, or stops doing so.
+  mutating func requireDurability(_ required: Bool) -> Effects {
+    durabilityRequired = required
+    durableGeneration = checkpointGeneration
+    return releaseDurabilityWaiters()
+  }
+
+  /// The store holds the checkpoints up to `generation`; work held at a pause point goes on.
+  mutating func markDurable(_ generation: UInt64) -> Effects {
+    durableGeneration = max(durableGeneration, generation)
+    return releaseDurabilityWaiters()
+  }
+
+  private mutating func releaseDurabilityWaiters() -> Effects {
+    var effects = Effects()
+    guard pausePointsOpen, !parked.isEmpty else { return effects }
+    effects.resumeParked = Array(parked.values)
+    parked.removeAll()
+    return effects
   }
 
   mutating func post(_ message: JobMessage) -> Effects {
@@ -289,7 +354,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     return startDraining()
   }
 
-  mutating func removeObserver(_ id: UInt64) {
+  /// Removes an observer; its handler and pending deliveries are released with the returned entry.
+  mutating func removeObserver(_ id: UInt64) -> ObserverEntry? {
     observers.removeValue(forKey: id)
   }
 
@@ -311,10 +377,10 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     return batch
   }
 
-  /// Removes every observer, for the job's `deinit`.
-  mutating func detachObservers() -> [Observer] {
+  /// Removes every observer, for the job's `deinit`; they are released with the returned array.
+  mutating func detachObservers() -> [ObserverEntry] {
     defer { observers.removeAll() }
-    return observers.values.map(\.handler)
+    return Array(observers.values)
   }
 
   // MARK: - Helpers
@@ -334,6 +400,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
       progress = 1
       setStatus(.succeeded, &effects)
     case .failure(let failure):
+      effects.released.error = error
       error = failure
       setStatus(.failed, &effects)
     }
@@ -357,7 +424,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   }
 
   private mutating func append(_ message: JobMessage, _ effects: inout Effects) {
-    messages.append(message)
+    messageLog.append(message)
     emit(.message(message), &effects)
     effects.changes.insert(.messages)
   }

@@ -12,7 +12,7 @@ package enum TaskLaunch {
   static func start(_ operation: sending @escaping @isolated(any) () async -> Void) -> Task<Void, Never> {
     // Task-locals are inherited: the new task must not run as part of the attempt that started it.
     Task(executorPreference: executor) {
-      await AttemptContext.$current.withValue(nil) { await operation() }
+      await AttemptContext.outside { await operation() }
     }
   }
 

@@ -1,0 +1,74 @@
+/// Interest: what keeps an attempt alive without waiting for it.
+///
+/// A `ContentLoader` key's loadable is loaded on behalf of the key's claims. Claims do not wait
+/// for the attempt, yet while any is active the attempt must go on; and when the last one ends, an
+/// attempt that only the claims wanted is cancelled and the loadable goes back to the status,
+/// content and error it had before — exactly what happens to an attempt a dependent started when
+/// its last waiter leaves (``LoadStateMachine/removeWaiter(_:)``). So the claims hold one unit of
+/// *interest* in the attempt, counted next to the waiters, and an attempt they start is started as
+/// a dependent starts one: not wanted by anyone else.
+extension LoadStateMachine {
+  /// What ``addInterest(starting:)`` did.
+  struct InterestOutcome {
+    /// The attempt that now holds the interest, if any.
+    var held: Attempt?
+    /// A new attempt, whose task the caller launches after leaving the lock.
+    var started: Attempt?
+    var event: StatusEvent?
+  }
+
+  /// Adds one unit of interest to the running attempt; when none runs and `intent` is given,
+  /// starts an attempt that only this interest wants.
+  mutating func addInterest(starting intent: LoadIntent?) -> InterestOutcome {
+    if let attempt {
+      attempt.interest += 1
+      return InterestOutcome(held: attempt)
+    }
+    guard let intent else { return InterestOutcome() }
+    let attempt = Attempt(id: nextUniqueID(), intent: intent, byDependent: true, previous: self)
+    attempt.interest = 1
+    self.attempt = attempt
+    return InterestOutcome(held: attempt, started: attempt, event: setStatus(.loading))
+  }
+
+  /// Removes the unit of interest `held` holds. When `held` is still running and nobody else wants
+  /// it or waits for it, it is cancelled and the loadable goes back to how it was before it.
+  mutating func removeInterest(from held: Attempt) -> Effects {
+    guard held.interest > 0 else { return Effects() }
+    held.interest -= 1
+    guard let attempt, attempt === held, attempt.startedByDependent, !attempt.wanted,
+      attempt.slots.isEmpty, attempt.interest == 0
+    else { return Effects() }
+    return cancelAndRestore(attempt)
+  }
+}
+
+extension AsyncLoadable {
+  /// ``LoadStateMachine/addInterest(starting:)`` under the loadable's lock. The caller launches
+  /// the started attempt (``launch(_:)``) and delivers the event after leaving every lock.
+  final func addInterest(starting intent: LoadIntent?) -> LoadStateMachine<Content>.InterestOutcome {
+    withState { $0.addInterest(starting: intent) }
+  }
+
+  /// ``LoadStateMachine/removeInterest(from:)`` under the loadable's lock; the caller performs
+  /// the effects (``perform(_:)``) after leaving every lock.
+  final func removeInterest(from held: LoadStateMachine<Content>.Attempt) -> LoadStateMachine<Content>.Effects {
+    withState { $0.removeInterest(from: held) }
+  }
+
+  /// The state a keyed view needs, in one read: the snapshot, the count of successful attempts,
+  /// the running attempt, and whether `previous` (an attempt seen earlier) has returned.
+  final func interestView(since previous: LoadStateMachine<Content>.Attempt?) -> (
+    snapshot: LoadSnapshot<Content>, contentVersion: UInt64, attempt: LoadStateMachine<Content>.Attempt?,
+    previousFinished: Bool
+  ) {
+    state.withLock(owner: self) { state in
+      (state.snapshot, state.contentVersion, state.attempt, previous?.finished ?? false)
+    }
+  }
+
+  /// The count of successful attempts and the content, in one read.
+  final func versionedContent() -> (contentVersion: UInt64, content: Content?) {
+    state.withLock(owner: self) { ($0.contentVersion, $0.content) }
+  }
+}

@@ -1,0 +1,41 @@
+/// The outcome of a request, decided under the lock.
+enum LoadDecision {
+  /// Answer now with this content (which may be `nil` for `load()` on a loadable without one).
+  case content(LoadDelivery)
+  /// Throw now.
+  case failure(any Error)
+  /// The waiter joined the running attempt, whose task (once started) may need its priority
+  /// raised to the caller's.
+  case joined(Task<Void, Never>?)
+  /// A new attempt was created; the caller must start its task (``AsyncLoadable/launch(_:)``)
+  /// after leaving the lock.
+  case started(RunningAttempt)
+  /// Nothing to do (a fire-and-forget request that found an attempt already running).
+  case none
+}
+
+/// What to do after an attempt ended, was cancelled, or lost a waiter.
+struct LoadEffects {
+  var waiters: [(id: UInt64, waiter: LoadWaiter)?] = []
+  var result: Result<LoadDelivery, any Error> = .success(LoadDelivery(content: nil, version: 0))
+  var event: LoadStatusEvent?
+  var cancelTask: Task<Void, Never>?
+  var changedContent = false
+  /// The current attempt ended (with its result used): a live view re-checks its sources.
+  var endedAttempt = false
+  /// What the state let go of: destroyed with the effects, after the lock is released, because
+  /// a content's or an error's `deinit` is user code (and the attempt holds copies of both).
+  var released = LoadReleased()
+}
+
+struct LoadReleased {
+  var attempt: RunningAttempt?
+  var content: (any Sendable)?
+  var error: (any Error)?
+}
+
+/// A status change to deliver to observers after the lock is released.
+struct LoadStatusEvent {
+  var status: LoadStatus
+  var startDelivery: Bool
+}

@@ -1,0 +1,66 @@
+/// The status observers of one loadable and the queue that serializes their notifications.
+///
+/// Changes are queued under the lock in the order they happen; whoever queues into an idle queue
+/// becomes the deliverer and drains it outside the lock, so handlers run one at a time, in order,
+/// and a handler that changes the loadable only queues more work for the same loop.
+struct ObserverRegistry {
+  typealias Handler = @Sendable (LoadStatus) -> Void
+
+  struct Entry {
+    var handler: Handler
+    var onEnd: (@Sendable () -> Void)?
+  }
+
+  enum Recipients {
+    case all(below: UInt64)
+    case one(UInt64)
+  }
+
+  var entries: [UInt64: Entry] = [:]
+  var queue: [(status: LoadStatus, to: Recipients)] = []
+  var delivering = false
+  var nextID: UInt64 = 0
+
+  /// Queues a change for every current observer; returns `true` when the caller must drain.
+  mutating func enqueueChange(_ status: LoadStatus) -> Bool {
+    guard !entries.isEmpty else { return false }
+    queue.append((status, .all(below: nextID &+ 1)))
+    return claimDelivery()
+  }
+
+  /// Adds an observer and queues the current status for it alone.
+  mutating func add(_ entry: Entry, current: LoadStatus) -> (id: UInt64, drain: Bool) {
+    nextID &+= 1
+    entries[nextID] = entry
+    queue.append((current, .one(nextID)))
+    return (nextID, claimDelivery())
+  }
+
+  private mutating func claimDelivery() -> Bool {
+    if delivering { return false }
+    delivering = true
+    return true
+  }
+
+  /// Takes the queued notifications, resolved to handlers, or ends delivery when there are none.
+  mutating func takeBatch() -> [(UInt64, Handler, LoadStatus)]? {
+    if queue.isEmpty {
+      delivering = false
+      return nil
+    }
+    let pending = queue
+    queue.removeAll(keepingCapacity: true)
+    var batch: [(UInt64, Handler, LoadStatus)] = []
+    for (status, recipients) in pending {
+      switch recipients {
+      case .one(let id):
+        if let entry = entries[id] { batch.append((id, entry.handler, status)) }
+      case .all(let limit):
+        for (id, entry) in entries.sorted(by: { $0.key < $1.key }) where id < limit {
+          batch.append((id, entry.handler, status))
+        }
+      }
+    }
+    return batch
+  }
+}

@@ -1,0 +1,105 @@
+/// How a caller waits for an attempt.
+@usableFromInline typealias LoadContinuation = UnsafeContinuation<LoadDelivery, any Error>
+
+/// What a waiter receives: the content an attempt ended with and its version.
+///
+/// The content is type-erased, as is everything the engine moves around (waiters, attempts,
+/// effects): unspecialized generic code — the library's, for a content type that another module
+/// chose — would otherwise look up the metadata of each nested generic type at run time, several
+/// times per request. Only the loadable's stored content is typed.
+@usableFromInline
+struct LoadDelivery: Sendable {
+  @usableFromInline var content: (any Sendable)?
+  /// Counts the successful attempts; derived loadables compare it to see stale sources.
+  @usableFromInline var version: UInt64
+}
+typealias LoadCompletion = @Sendable ((any Error)?) -> Void
+
+/// Somebody waiting for the running attempt.
+enum LoadWaiter {
+  case task(LoadContinuation)
+  case completion(LoadCompletion)
+
+  func resume(with result: Result<LoadDelivery, any Error>) {
+    switch (self, result) {
+    case (.task(let continuation), _): continuation.resume(with: result)
+    case (.completion(let handler), .success): handler(nil)
+    case (.completion(let handler), .failure(let error)): handler(error)
+    }
+  }
+}
+
+/// One running attempt. A class so the idle state stays small and the attempt can be
+/// identified and compared cheaply.
+@usableFromInline final class RunningAttempt: @unchecked Sendable {  // mutated only under the loadable's lock
+  let id: UInt64
+  let intent: LoadIntent
+  /// Waiters in registration order (resumed in that order). A waiter whose caller was
+  /// cancelled leaves a `nil` behind, so leaving costs O(1) however many others wait.
+  var waiters: [(id: UInt64, waiter: LoadWaiter)?] = []
+  /// Where each waiter still waiting sits in `waiters`.
+  var slots: [UInt64: Int] = [:]
+
+  func add(_ waiter: (id: UInt64, waiter: LoadWaiter)) {
+    slots[waiter.id] = waiters.count
+    waiters.append(waiter)
+  }
+
+  /// Removes a waiter that left. Its slot is freed at once; once most slots are empty the list
+  /// is compacted, so a long run of callers that join and leave costs memory for those still
+  /// waiting only (amortized O(1) a waiter).
+  func remove(_ id: UInt64) -> (id: UInt64, waiter: LoadWaiter)? {
+    guard let slot = slots.removeValue(forKey: id) else { return nil }
+    let removed = waiters[slot]
+    waiters[slot] = nil
+    if waiters.count >= 32 && slots.count * 4 < waiters.count { compact() }
+    return removed
+  }
+
+  /// Drops the empty slots, keeping the order of those still waiting.
+  private func compact() {
+    var kept: [(id: UInt64, waiter: LoadWaiter)?] = []
+    kept.reserveCapacity(slots.count * 2)
+    var positions: [UInt64: Int] = [:]
+    positions.reserveCapacity(slots.count * 2)
+    for case let entry? in waiters {
+      positions[entry.id] = kept.count
+      kept.append(entry)
+    }
+    waiters = kept
+    slots = positions
+  }
+  /// How many waiter slots are stored, including those of waiters that left.
+  var storedWaiterCount: Int { waiters.count }
+  /// The attempt's context, once it runs: its waits are edges of the wait-for graph.
+  var context: AttemptContext?
+  /// The task running the attempt; `nil` until the starter stores it.
+  var task: Task<Void, Never>?
+  /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
+  var startedByDependent: Bool
+  /// Somebody who is not a waiter wants it — it was started by a caller rather than a
+  /// dependent, or `sync()` asked for it — so a cascading cancel leaves it running. Waiters
+  /// (callers, completion handlers, other dependents) protect it only while they wait.
+  var wanted: Bool
+  /// Interest that is not a waiter: a `ContentLoader` key's claims hold one unit while they
+  /// last (see `AsyncLoadable+Interest.swift`). Like a waiter, it keeps a dependent-started
+  /// attempt alive.
+  var interest = 0
+  /// What the loadable looked like before this attempt, restored by a cascading cancel.
+  let previousStatus: LoadStatus
+  let previousContent: (any Sendable)?
+  let previousError: (any Error)?
+  let started = ContinuousClock.now
+  /// The attempt's task has returned (whether or not its result was used).
+  var finished = false
+
+  init<Content>(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine<Content>) {
+    self.id = id
+    self.intent = intent
+    self.startedByDependent = byDependent
+    self.wanted = !byDependent
+    self.previousStatus = previous.status
+    self.previousContent = previous.content
+    self.previousError = previous.error
+  }
+}

@@ -1,0 +1,101 @@
+import Synchronization
+
+extension ContentLoader {
+  /// A per-claim handler; switched off when its claim ends, so a notification still queued for it
+  /// is not delivered after `end()` (one already being delivered may finish).
+  final class Handler: Sendable {
+    let call: @Sendable (Snapshot) -> Void
+    let isActive = Atomic<Bool>(true)
+    init(_ call: @escaping @Sendable (Snapshot) -> Void) { self.call = call }
+  }
+
+  /// Where a claim's snapshots go.
+  enum Sink: Sendable {
+    case stream(AsyncStream<Snapshot>.Continuation)
+    case handler(Handler)
+  }
+
+  struct ClaimSink: Sendable {
+    var id: UInt64
+    var sink: Sink
+  }
+
+  /// A notification, queued under the lock in the order of the changes and delivered outside it.
+  enum Delivery: Sendable {
+    case snapshot(Sink, Snapshot)
+    case finish(AsyncStream<Snapshot>.Continuation)
+    case event(AsyncStream<Event>.Continuation, Event)
+    case finishEvents(AsyncStream<Event>.Continuation)
+  }
+}
+
+/// Claims' observers, event streams and the delivery queue: notifications are queued under the
+/// lock in the order of the changes; whoever queues into an idle queue delivers it outside the
+/// lock, so every observer sees the changes in order, one call at a time.
+extension ContentLoaderState {
+  mutating func addEventSink(_ continuation: AsyncStream<Event>.Continuation) -> UInt64? {
+    if isShutDown { return nil }
+    let id = makeID()
+    eventSinks[id] = continuation
+    return id
+  }
+
+  mutating func removeEventSink(_ id: UInt64) -> AsyncStream<Event>.Continuation? {
+    eventSinks.removeValue(forKey: id)
+  }
+
+  /// Adds an observer to an active claim and queues the current snapshot for it. Returns `nil`
+  /// when the claim has ended.
+  mutating func addSink(_ sink: Loader.Sink, to claim: Loader.Claim) -> (UInt64, Effects)? {
+    guard let entry = claim.entry else { return nil }
+    var effects = Effects()
+    let id = makeID()
+    entry.sinks[claim.id, default: []].append(Loader.ClaimSink(id: id, sink: sink))
+    enqueue(.snapshot(sink, snapshot(of: entry, &effects)), &effects)
+    return (id, effects)
+  }
+
+  /// A claim's update stream was terminated by its consumer; the sink is returned to be released
+  /// after the lock.
+  mutating func removeSink(_ sinkID: UInt64, from claim: Loader.Claim) -> Loader.ClaimSink? {
+    guard let entry = claim.entry, let index = entry.sinks[claim.id]?.firstIndex(where: { $0.id == sinkID }) else {
+      return nil
+    }
+    return entry.sinks[claim.id]!.remove(at: index)
+  }
+
+  mutating func notifyClaims(_ entry: Entry, _ snapshot: Snapshot, _ effects: inout Effects) {
+    for sinks in entry.sinks.values {
+      for sink in sinks { enqueue(.snapshot(sink.sink, snapshot), &effects) }
+    }
+  }
+
+  mutating func emit(_ event: Event, _ effects: inout Effects) {
+    for sink in eventSinks.values { enqueue(.event(sink, event), &effects) }
+  }
+
+  mutating func close(_ sink: Loader.Sink, _ effects: inout Effects) {
+    switch sink {
+    case .stream(let continuation): enqueue(.finish(continuation), &effects)
+    case .handler(let handler): handler.isActive.store(false, ordering: .releasing)
+    }
+  }
+
+  mutating func enqueue(_ delivery: Loader.Delivery, _ effects: inout Effects) {
+    outbox.append(delivery)
+    if !delivering {
+      delivering = true
+      effects.drain = true
+    }
+  }
+
+  /// Takes the queued notifications, or gives up the delivery role when there are none.
+  mutating func takeOutbox() -> [Loader.Delivery]? {
+    if outbox.isEmpty {
+      delivering = false
+      return nil
+    }
+    defer { outbox.removeAll(keepingCapacity: true) }
+    return outbox
+  }
+}

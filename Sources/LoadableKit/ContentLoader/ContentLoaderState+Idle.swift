@@ -1,0 +1,101 @@
+/// The idle lists and eviction: entries without claims that are not loading, least recently used
+/// first, bounded by `maximumIdleCount` and, with an idle timeout, by time.
+///
+/// Idle entries with nothing to show — never loaded, no prior value, or a load that was
+/// cancelled before it produced one — are on a list of their own and evicted first, so a fling
+/// through keys that never loaded does not push the real thumbnails out of memory.
+extension ContentLoaderState {
+  /// A doubly linked list of idle entries through their `newer`/`older` fields.
+  struct IdleList {
+    var oldest: Entry?
+    var newest: Entry?
+    var count = 0
+  }
+
+  var idleCount: Int { idle.count + idleEmpty.count }
+
+  /// Whether the entry has a value to show: content, or a prior value.
+  func hasValue(_ entry: Entry) -> Bool {
+    if let shown = entry.shown, shown.contentVersion > 0 { return true }
+    return entry.versions.withLock(owner: entry) { $0.prior != nil }
+  }
+
+  mutating func linkIdle(_ entry: Entry, now: Duration) {
+    entry.isIdleEmpty = !hasValue(entry)
+    if entry.isIdleEmpty { Self.link(entry, into: &idleEmpty, now: now) } else { Self.link(entry, into: &idle, now: now) }
+    entry.isIdleLinked = true
+  }
+
+  mutating func unlinkIdle(_ entry: Entry) {
+    if entry.isIdleEmpty { Self.unlink(entry, from: &idleEmpty) } else { Self.unlink(entry, from: &idle) }
+    entry.isIdleLinked = false
+  }
+
+  private static func link(_ entry: Entry, into list: inout IdleList, now: Duration) {
+    // Offsets are read before the lock, so two callers may arrive out of order: keep the list
+    // sorted by never going back in time.
+    entry.idleSince = max(now, list.newest?.idleSince ?? now)
+    entry.older = list.newest
+    entry.newer = nil
+    if let newest = list.newest { newest.newer = entry } else { list.oldest = entry }
+    list.newest = entry
+    list.count += 1
+  }
+
+  private static func unlink(_ entry: Entry, from list: inout IdleList) {
+    if let older = entry.older { older.newer = entry.newer } else { list.oldest = entry.newer }
+    if let newer = entry.newer { newer.older = entry.older } else { list.newest = entry.older }
+    entry.older = nil
+    entry.newer = nil
+    list.count -= 1
+  }
+
+  /// Evicts beyond `maximumIdleCount`, entries with nothing to show first.
+  mutating func evictBeyondCount(_ effects: inout Effects) {
+    while idleCount > maximumIdleCount, let oldest = idleEmpty.oldest ?? idle.oldest { evict(oldest, &effects) }
+  }
+
+  /// The entry idle the longest, on either list.
+  var oldestIdle: Entry? {
+    switch (idle.oldest, idleEmpty.oldest) {
+    case (let a?, let b?): a.idleSince <= b.idleSince ? a : b
+    case (let a, let b): a ?? b
+    }
+  }
+
+  /// Removes an idle entry from the index. The loader's reference is released after the lock; the
+  /// entry's value goes with it unless somebody still holds the key's loadable, which keeps
+  /// working and becomes the entry again when it loads or is claimed.
+  mutating func evict(_ entry: Entry, _ effects: inout Effects) {
+    unlinkIdle(entry)
+    index.removeValue(forKey: entry.key)
+    entry.isInIndex = false
+    effects.released.entries.append(entry)
+    emit(.evicted(entry.key), &effects)
+  }
+
+  /// The sweeper woke: evicts the entries idle for `idleTimeout` or longer. Returns when to wake
+  /// next, or `nil` when the idle lists are empty and the sweeper stops.
+  mutating func sweep(now: Duration) -> (next: Duration?, Effects) {
+    var effects = Effects()
+    guard let timeout = idleTimeout, !isShutDown else {
+      sweeperRunning = false
+      sweeperTask = nil
+      return (nil, effects)
+    }
+    while let oldest = oldestIdle, oldest.idleSince + timeout <= now { evict(oldest, &effects) }
+    guard let oldest = oldestIdle else {
+      sweeperRunning = false
+      sweeperTask = nil
+      return (nil, effects)
+    }
+    return (oldest.idleSince + timeout, effects)
+  }
+
+  /// Stores the sweeper's task; returns `true` when the loader shut down meanwhile.
+  mutating func attachSweeper(_ task: Task<Void, Never>) -> Bool {
+    if isShutDown { return true }
+    sweeperTask = task
+    return false
+  }
+}

@@ -1,0 +1,429 @@
+import Synchronization
+
+/// The state of one ``ContentLoader``: the index of entries, the loadables handed out, the idle
+/// list, the observers and the delivery queue. A plain value, mutated only under the loader's lock.
+///
+/// Each key's entry *is* the key's loadable (``ContentLoader/KeyedLoadable``): its status,
+/// content, error and attempt live in the loadable's own state. This value adds what a key needs
+/// beyond that — claims and their observers, the idle list, the grace timer, staleness — in fields
+/// of the entry that only this state touches, under the loader's lock.
+///
+/// Lock order: the loader's lock may be held while an entry's lock is taken (to add or remove the
+/// claims' interest, or to read the entry), never the reverse. Nothing here runs user code or
+/// releases a user value: whatever the state lets go of travels in ``Effects`` and dies after the
+/// lock is released.
+struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Comparable & Sendable> {
+  typealias Loader = ContentLoader<Key, Value, Version>
+  typealias Entry = Loader.KeyedLoadable
+  typealias Attempt = LoadStateMachine<Value>.Attempt
+  typealias Snapshot = Loader.Snapshot
+  typealias Event = Loader.Event
+
+  /// A loadable handed out by ``ContentLoader/loadable(for:)``, held weakly: it lives exactly as
+  /// long as its users keep it, and the same instance is handed out meanwhile.
+  ///
+  /// A class, not a struct: Swift 6.3.1 miscompiles reading a struct's `weak` field through an
+  /// optional dictionary lookup (`handedOut[key]?.entry` on a missing key read uninitialised
+  /// memory and crashed in release builds).
+  final class HandedOut {
+    weak var entry: Entry?
+    let id: ObjectIdentifier
+
+    init(entry: Entry, id: ObjectIdentifier) {
+      self.entry = entry
+      self.id = id
+    }
+  }
+
+  // MARK: - Effects
+
+  /// What to do after leaving the lock, in this order: cancel tasks, perform the entries' own
+  /// effects, launch attempts, start timers, deliver queued notifications; then let the released
+  /// values go.
+  struct Effects {
+    var cancelTasks: [Task<Void, Never>] = []
+    /// Effects of an entry's state machine (a cancelled attempt, a restored state).
+    var entryEffects: [(Entry, LoadStateMachine<Value>.Effects)] = []
+    /// Attempts started for claims: launched, and their status change delivered.
+    var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] = []
+    var startTimers: [(Entry, UInt64)] = []
+    /// Start the idle sweeper, which first wakes at this offset.
+    var startSweeper: Duration?
+    /// Deliver the outbox: this caller took the delivery role.
+    var drain = false
+    var released = Released()
+  }
+
+  /// References the state let go of. Each may be the last one to a user value (an entry holds its
+  /// content and error, an attempt the content before it, a sink the user's closure), so they are
+  /// destroyed with the effects, after the lock is released.
+  struct Released {
+    var entries: [Entry] = []
+    var attempts: [Attempt] = []
+    var sinks: [Loader.ClaimSink] = []
+    var snapshots: [Snapshot] = []
+    var contents: [LoadSnapshot<Value>] = []
+  }
+
+  // MARK: - State
+
+  let gracePeriod: Duration
+  let idleTimeout: Duration?
+  let maximumIdleCount: Int
+
+  var index: [Key: Entry] = [:]
+  var handedOut: [Key: HandedOut] = [:]
+  var idle = IdleList()
+  var idleEmpty = IdleList()
+  var sweeperRunning = false
+  var sweeperTask: Task<Void, Never>?
+  var eventSinks: [UInt64: AsyncStream<Event>.Continuation] = [:]
+  var outbox: [Loader.Delivery] = []
+  var delivering = false
+  var nextID: UInt64 = 0
+  var isShutDown = false
+
+  init(gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int) {
+    self.gracePeriod = gracePeriod
+    self.idleTimeout = idleTimeout
+    self.maximumIdleCount = maximumIdleCount
+  }
+
+  mutating func makeID() -> UInt64 {
+    nextID &+= 1
+    return nextID
+  }
+
+  var count: Int { index.count }
+
+  // MARK: - Entries
+
+  /// The key's entry: the one in the index, or a handed-out loadable, which becomes the entry
+  /// again, or `fresh` (made outside the lock), or `nil` when a fresh one must be made.
+  mutating func entry(for key: Key, fresh: Entry?, _ effects: inout Effects) -> Entry? {
+    if let entry = index[key] {
+      if let fresh { effects.released.entries.append(fresh) }
+      return entry
+    }
+    if let handed = handedOut[key], let entry = handed.entry {
+      if let fresh { effects.released.entries.append(fresh) }
+      insert(entry, &effects)
+      return entry
+    }
+    guard let fresh else { return nil }
+    insert(fresh, &effects)
+    return fresh
+  }
+
+  private mutating func insert(_ entry: Entry, _ effects: inout Effects) {
+    index[entry.key] = entry
+    entry.isInIndex = true
+    sync(entry, &effects)
+  }
+
+  /// ``ContentLoader/loadable(for:)``: the key's entry, remembered weakly as handed out.
+  mutating func handOut(_ key: Key, fresh: Entry?) -> Entry? {
+    guard let entry = index[key] ?? handedOut[key].flatMap({ $0.entry }) ?? fresh else { return nil }
+    handedOut[key] = HandedOut(entry: entry, id: ObjectIdentifier(entry))
+    return entry
+  }
+
+  /// A handed-out loadable was deallocated.
+  mutating func forget(_ key: Key, id: ObjectIdentifier) {
+    if let handed = handedOut[key], handed.id == id { handedOut.removeValue(forKey: key) }
+  }
+
+  /// The key's loadable changed (an attempt started or ended, whoever caused it). A loadable that
+  /// loads while it is out of the index — evicted, or never claimed — becomes the key's entry
+  /// again.
+  mutating func changed(_ entry: Entry, now: Duration) -> Effects {
+    var effects = Effects()
+    guard !isShutDown else { return effects }
+    if !entry.isInIndex {
+      guard entry.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code, index[entry.key] == nil,
+        (handedOut[entry.key].map { $0.id } ?? ObjectIdentifier(entry)) == ObjectIdentifier(entry)
+      else { return effects }
+      insert(entry, &effects)
+    } else {
+      sync(entry, &effects)
+    }
+    settle(entry, now: now, &effects)
+    return effects
+  }
+
+  // MARK: - Claims
+
+  /// `begin(key)`: adds `claim` to the key's entry. The first claim on an entry that is not
+  /// freshly loaded starts an attempt that only the claims want; on an entry that is loading, it
+  /// adds the claims' interest to the running attempt. Returns `false` when the key has no entry
+  /// and `fresh` is `nil`.
+  mutating func begin(
+    _ claim: Loader.Claim, sink: Loader.Sink?, fresh: Entry?, expiredBefore: Duration?, _ effects: inout Effects
+  ) -> Bool {
+    guard let entry = entry(for: claim.key, fresh: fresh, &effects) else { return false }
+    claim.entry = entry
+    entry.claimCount += 1
+    if entry.claimCount == 1 {
+      if let timer = entry.graceTimer {
+        entry.graceTimer = nil
+        if let task = timer.task { effects.cancelTasks.append(task) }
+      }
+      if entry.held == nil {
+        let isLoaded = entry.statusMirror.load(ordering: .acquiring) == LoadStatus.loaded.code
+        // A refreshed key refreshes its dependencies too; a value that only got old asks them
+        // for theirs if needed.
+        let intent: LoadIntent? =
+          !isLoaded ? .load : entry.isStale ? .refresh : entry.isExpired(before: expiredBefore) ? .ifNeeded : nil
+        addInterest(entry, starting: intent, &effects)
+      }
+    }
+    settle(entry, now: .zero, &effects)  // claimed: the entry cannot go idle here
+    if let sink {
+      entry.sinks[claim.id] = [Loader.ClaimSink(id: makeID(), sink: sink)]
+      enqueue(.snapshot(sink, snapshot(of: entry, &effects)), &effects)
+    }
+    return true
+  }
+
+  /// `Claim.end()`: idempotent. The last claim's end removes the claims' interest in the running
+  /// attempt (after the grace period), which cancels it when only the claims wanted it. Returns
+  /// the entry the claim held, to be released after the lock.
+  mutating func end(_ claim: Loader.Claim, now: Duration, _ effects: inout Effects) -> Entry? {
+    guard let entry = claim.entry else { return nil }
+    claim.entry = nil
+    entry.claimCount -= 1
+    if let sinks = entry.sinks.removeValue(forKey: claim.id) {
+      for sink in sinks { close(sink.sink, &effects) }
+      effects.released.sinks.append(contentsOf: sinks)
+    }
+    if entry.claimCount == 0 {
+      entry.refreshPending = false
+      if entry.held != nil {
+        if gracePeriod <= .zero {
+          removeInterest(entry, &effects)
+        } else if entry.graceTimer == nil {
+          let id = makeID()
+          entry.graceTimer = Loader.GraceTimer(id: id)
+          effects.startTimers.append((entry, id))
+        }
+      }
+    }
+    if entry.isInIndex { settle(entry, now: now, &effects) }
+    return entry
+  }
+
+  mutating func attachTimer(_ task: Task<Void, Never>, to entry: Entry, id: UInt64) -> Bool {
+    guard entry.graceTimer?.id == id else { return true }
+    entry.graceTimer!.task = task
+    return false
+  }
+
+  /// The grace period after the last claim ended is over.
+  mutating func graceExpired(_ entry: Entry, id: UInt64, now: Duration) -> Effects {
+    var effects = Effects()
+    guard entry.graceTimer?.id == id else { return effects }
+    entry.graceTimer = nil
+    if entry.claimCount == 0 && entry.held != nil { removeInterest(entry, &effects) }
+    if entry.isInIndex { settle(entry, now: now, &effects) }
+    return effects
+  }
+
+  /// Adds the claims' interest to the entry's running attempt, or starts one with `intent`.
+  mutating func addInterest(_ entry: Entry, starting intent: LoadIntent?, _ effects: inout Effects) {
+    let outcome = entry.addInterest(starting: intent)
+    entry.held = outcome.held
+    if let started = outcome.started { effects.launches.append((entry, started, outcome.event)) }
+    if outcome.held != nil { sync(entry, &effects) }
+  }
+
+  /// Removes the claims' interest; the entry goes back to how it was before an attempt that only
+  /// the claims wanted.
+  mutating func removeInterest(_ entry: Entry, _ effects: inout Effects) {
+    guard let held = entry.held else { return }
+    entry.held = nil
+    effects.entryEffects.append((entry, entry.removeInterest(from: held)))
+    effects.released.attempts.append(held)
+    sync(entry, &effects)
+  }
+
+  // MARK: - Refreshing
+
+  /// `refresh(key)`: the value is out of date. A claimed entry loads again at once, or, when an
+  /// attempt is running (it may predate the change), as soon as that attempt ends. An idle one is
+  /// marked stale and loads at its next first claim (or its loadable's next `fetchIfNeeded()`).
+  mutating func refresh(_ key: Key) -> Effects {
+    var effects = Effects()
+    if let entry = index[key] { refresh(entry, &effects) }
+    return effects
+  }
+
+  /// `refreshAll()`: ``refresh(_:)`` for every entry. O(n).
+  mutating func refreshAll() -> Effects {
+    var effects = Effects()
+    for entry in index.values { refresh(entry, &effects) }
+    return effects
+  }
+
+  /// `refresh(where:)` (`loading`) and `invalidate(where:)`, for the keys the predicate chose.
+  mutating func refresh(_ keys: [Key], loading: Bool) -> Effects {
+    var effects = Effects()
+    for key in keys {
+      guard let entry = index[key] else { continue }
+      if loading {
+        refresh(entry, &effects)
+      } else {
+        entry.isStale = true
+        entry.refreshMark = makeID()
+      }
+    }
+    return effects
+  }
+
+  private mutating func refresh(_ entry: Entry, _ effects: inout Effects) {
+    entry.isStale = true
+    entry.refreshMark = makeID()
+    guard entry.claimCount > 0 else { return }
+    if entry.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code {
+      entry.refreshPending = true
+    } else {
+      if entry.held != nil { removeInterest(entry, &effects) }
+      addInterest(entry, starting: .refresh, &effects)
+    }
+  }
+
+  // MARK: - Keeping claims, events and idleness in line with the entry
+
+  /// Brings the claims' observers and the event streams up to date with the entry's loadable.
+  /// Changes are compared with what was shown last, so each is told once, in order, whoever
+  /// notices it first (the loader after changing the entry, or the entry's status observer).
+  mutating func sync(_ entry: Entry, _ effects: inout Effects) {
+    let previous = entry.shown
+    let view = entry.interestView(since: previous?.attempt)
+    effects.released.contents.append(view.snapshot)
+    let status = view.snapshot.status
+    let changed =
+      previous == nil || previous!.status != status || previous!.contentVersion != view.contentVersion
+      || previous!.attempt !== view.attempt
+    guard changed else { return }
+    if let old = previous?.attempt, old !== view.attempt { effects.released.attempts.append(old) }
+    entry.shown = Loader.Shown(status: status, contentVersion: view.contentVersion, attempt: view.attempt)
+    let snapshot = snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion)
+    effects.released.snapshots.append(snapshot)
+    var event: Event?
+    if let attempt = view.attempt, attempt !== previous?.attempt {
+      if let value = snapshot.value, let version = snapshot.version {
+        event = .loadingWithPriorValue(entry.key, value, version)
+      } else {
+        event = .loading(entry.key)
+      }
+      entry.attemptMark = makeID()
+    } else if view.attempt == nil, let previous, previous.attempt != nil {
+      switch status {
+      case .loaded where view.contentVersion != previous.contentVersion:
+        event = .loaded(entry.key, snapshot.value!, snapshot.version!)
+        if entry.attemptMark > entry.refreshMark { entry.isStale = false }
+      case .failed where view.previousFinished && !(view.snapshot.error is CancellationError):
+        event = .failed(entry.key, view.snapshot.error ?? CancellationError())
+      default:
+        event = .cancelled(entry.key)
+      }
+    }
+    notifyClaims(entry, snapshot, &effects)
+    if let event { emit(event, &effects) }
+    if view.attempt == nil, entry.refreshPending, entry.claimCount > 0 {
+      entry.refreshPending = false
+      entry.isStale = true
+      addInterest(entry, starting: .refresh, &effects)
+    }
+  }
+
+  /// Restores the invariants after a change to `entry`'s claims or attempt:
+  /// - the claims hold interest only in the attempt that is running;
+  /// - an entry is on the idle list exactly when it has no claims and is not loading;
+  /// - the idle list holds at most `maximumIdleCount` entries, and the sweeper runs while it is
+  ///   not empty.
+  ///
+  /// May evict `entry` itself.
+  mutating func settle(_ entry: Entry, now: Duration, _ effects: inout Effects) {
+    if let held = entry.held, entry.shown?.attempt !== held {
+      entry.held = nil
+      effects.released.attempts.append(held)
+      if let timer = entry.graceTimer {
+        entry.graceTimer = nil
+        if let task = timer.task { effects.cancelTasks.append(task) }
+      }
+    }
+    let isIdle = entry.claimCount == 0 && entry.shown?.status != .loading && entry.graceTimer == nil
+    if isIdle && !entry.isIdleLinked {
+      linkIdle(entry, now: now)
+      evictBeyondCount(&effects)
+      if let timeout = idleTimeout, !sweeperRunning, let oldest = oldestIdle {
+        sweeperRunning = true
+        effects.startSweeper = oldest.idleSince + timeout
+      }
+    } else if !isIdle && entry.isIdleLinked {
+      unlinkIdle(entry)
+    }
+  }
+
+  // MARK: - Snapshots
+
+  /// The key's snapshot: the loadable's status, content and error, with the prior value from
+  /// the `existingValue` hook where there is no content yet, and the versions.
+  ///
+  /// The loadable's own snapshot is returned too: it holds copies of the content and error, which
+  /// the caller must release after the lock (the loadable may let go of its own meanwhile).
+  func snapshot(of entry: Entry) -> (Snapshot, LoadSnapshot<Value>) {
+    let view = entry.interestView(since: nil)
+    return (snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion), view.snapshot)
+  }
+
+  /// ``snapshot(of:)`` whose copies are released with `effects`.
+  func snapshot(of entry: Entry, _ effects: inout Effects) -> Snapshot {
+    let (snapshot, view) = snapshot(of: entry)
+    effects.released.contents.append(view)
+    return snapshot
+  }
+
+  private func snapshot(of entry: Entry, _ state: LoadSnapshot<Value>, contentVersion: UInt64) -> Snapshot {
+    let (version, prior) = entry.versions.withLock(owner: entry) { ($0.version(at: contentVersion), $0.prior) }
+    let value = state.content ?? prior?.value
+    let shownVersion = state.content != nil ? version ?? prior?.version : prior?.version
+    return Snapshot(
+      key: entry.key, status: state.status, value: value, version: value == nil ? nil : shownVersion,
+      error: state.status == .failed ? state.error ?? CancellationError() : nil)
+  }
+
+  func snapshot(for key: Key) -> (Snapshot, LoadSnapshot<Value>)? {
+    index[key].map { snapshot(of: $0) }
+  }
+
+  // MARK: - Shutting down
+
+  /// The loader is being deallocated (so no claim is left): cancels the timers, removes the
+  /// claims' interest left for a grace period, finishes the event streams and drops every entry.
+  /// Loadables handed out keep working on their own.
+  mutating func shutdown() -> Effects {
+    var effects = Effects()
+    isShutDown = true
+    if let task = sweeperTask { effects.cancelTasks.append(task) }
+    sweeperTask = nil
+    for entry in index.values {
+      if let task = entry.graceTimer?.task { effects.cancelTasks.append(task) }
+      entry.graceTimer = nil
+      removeInterest(entry, &effects)
+      entry.older = nil
+      entry.newer = nil
+      entry.isIdleLinked = false
+      entry.isInIndex = false
+      effects.released.entries.append(entry)
+    }
+    index.removeAll()
+    handedOut.removeAll()
+    idle = IdleList()
+    idleEmpty = IdleList()
+    for sink in eventSinks.values { enqueue(.finishEvents(sink), &effects) }
+    eventSinks.removeAll()
+    return effects
+  }
+}

@@ -1,0 +1,369 @@
+import Foundation
+import Observation
+import Synchronization
+
+/// Holds the jobs of an app, stores each of them on every change, and restores them all when the
+/// app starts again, in the manner of the ArcGIS Maps SDK toolkit's `JobManager`.
+///
+/// A manager knows the work types it may restore from its ``JobRegistry``. It writes a job's JSON
+/// form to its ``JobStore`` when the job is added, at each status change and each checkpoint, and
+/// at most once per `saveInterval` (on the injected clock) for progress and messages. A job's
+/// work does not go past its next ``JobContext/pausePoint()`` before its last checkpoint is
+/// stored, so after a crash at any instant it resumes from the last checkpoint it passed, and at
+/// most the unit in flight runs again.
+///
+/// ```swift
+/// var registry = JobRegistry()
+/// registry.register(DownloadTiles.self)
+/// let manager = try JobManager(registry: registry, directory: jobsDirectory)
+/// for problem in manager.restoreProblems { log(problem) }     // files it could not restore
+/// manager.resumeAll()                                          // restored jobs come back paused
+/// let job = Job(DownloadTiles(area: "Redlands", tileCount: 400))
+/// try manager.add(job)
+/// job.start()
+/// ```
+///
+/// Creating a manager restores every job in the store: unfinished jobs come back
+/// ``JobStatus/paused`` (``JobStatus/notStarted`` if they never started), finished ones in their
+/// terminal state. Records it cannot restore are reported in ``restoreProblems`` and the other
+/// jobs load all the same.
+///
+/// ``jobs`` is observable, and ``events`` reports additions, removals, every job's changes and
+/// failed saves. The manager holds its jobs strongly until they are removed.
+public final class JobManager: @unchecked Sendable {
+  /// The work types the manager restores.
+  public let registry: JobRegistry
+  /// Where the jobs are kept.
+  public let store: any JobStore
+  /// The clock that spaces the saves of progress and messages.
+  public let clock: any Clock<Duration>
+  /// The shortest time between two saves of a job caused by progress or messages alone.
+  public let saveInterval: Duration
+  /// The records found in the store at creation that could not be restored.
+  public let restoreProblems: [JobRestoreProblem]
+
+  private let state = Mutex(State())
+  private let registrar = ObservationRegistrar()
+
+  private struct State {
+    var entries: [Entry] = []
+    var eventContinuations: [UInt64: AsyncStream<JobManagerEvent>.Continuation] = [:]
+  }
+
+  /// One job and the state of its saves.
+  final class Entry: Sendable {
+    let id: String
+    let job: any ManageableJob
+    let writer = Mutex(Writer())
+    init(id: String, job: any ManageableJob) {
+      self.id = id
+      self.job = job
+    }
+  }
+
+  struct Writer {
+    var observerID: UInt64 = 0
+    var isWriting = false
+    var writeAgain = false
+    var isFlushScheduled = false
+    var isRemoved = false
+  }
+
+  /// Creates a manager over `store` and restores every job in it.
+  ///
+  /// - Parameters:
+  ///   - registry: The work types the manager may hold and restore.
+  ///   - store: Where the jobs are kept.
+  ///   - clock: The clock that spaces saves of progress and messages; a `ContinuousClock` by default.
+  ///   - saveInterval: The shortest time between two saves for progress or messages alone; 1 s by default.
+  /// - Throws: ``JobError`` when the store as a whole cannot be read.
+  public init(
+    registry: JobRegistry, store: any JobStore, clock: any Clock<Duration> = ContinuousClock(),
+    saveInterval: Duration = .seconds(1)
+  ) throws {
+    self.registry = registry
+    self.store = store
+    self.clock = clock
+    self.saveInterval = saveInterval
+    var problems: [JobRestoreProblem] = []
+    var restored: [Entry] = []
+    for record in try store.loadAll() {
+      do {
+        let data = try record.data.get()
+        guard let job = try registry.job(fromJSON: data) as? any ManageableJob else { continue }
+        restored.append(Entry(id: record.id, job: job))
+      } catch let error as JobError {
+        let setAside = error.code == .truncated || error.code == .malformed
+        var moved = false
+        if setAside {
+          moved = (try? store.setAside(id: record.id)) != nil
+        }
+        problems.append(JobRestoreProblem(id: record.id, error: error, wasSetAside: moved))
+      } catch {
+        problems.append(
+          JobRestoreProblem(
+            id: record.id, error: JobError(code: .malformed, message: "\(error)", underlyingError: error),
+            wasSetAside: false))
+      }
+    }
+    restoreProblems = problems
+    state.withLock(owner: self) { $0.entries = restored }
+    for entry in restored { adopt(entry) }
+  }
+
+  /// Creates a manager over a ``DirectoryJobStore`` in `directory` and restores every job in it.
+  ///
+  /// - Throws: ``JobError`` with ``JobError/Code/storeLocked`` when another manager holds the
+  ///   directory, or ``JobError/Code/storeFailed`` when it cannot be created or read.
+  public convenience init(
+    registry: JobRegistry, directory: URL, clock: any Clock<Duration> = ContinuousClock(),
+    saveInterval: Duration = .seconds(1)
+  ) throws {
+    try self.init(registry: registry, store: DirectoryJobStore(directory: directory), clock: clock, saveInterval: saveInterval)
+  }
+
+  deinit {
+    let (entries, continuations) = state.withLock(owner: self) { state in
+      (state.entries, Array(state.eventContinuations.values))
+    }
+    for entry in entries { release(entry) }
+    for continuation in continuations { continuation.finish() }
+  }
+
+  // MARK: - The jobs
+
+  /// The jobs the manager holds, in the order they were restored or added. Observable.
+  public var jobs: [ManagedJob] {
+    registrar.access(self, keyPath: \.jobs)
+    return state.withLock(owner: self) { $0.entries.map { ManagedJob(id: $0.id, job: $0.job) } }
+  }
+
+  /// The job with identifier `id`, or `nil`.
+  public func job(id: String) -> (any JobHandle)? {
+    state.withLock(owner: self) { $0.entries.first { $0.id == id }?.job }
+  }
+
+  /// Adds `job` to the manager and stores it at once.
+  ///
+  /// - Parameter job: A ``Job`` of a kind registered in ``registry``, in any status.
+  /// - Returns: The job with its identifier in the manager.
+  /// - Throws: ``JobError`` with ``JobError/Code/unknownKind`` when its kind is not registered (it
+  ///   could not be restored), ``JobError/Code/unknownJob`` when it is already held or not a
+  ///   ``Job``, or the store's error when the first save fails (the job is not added then).
+  @discardableResult
+  public func add(_ job: any JobHandle) throws -> ManagedJob {
+    guard registry.kinds.contains(job.kind) else {
+      throw JobError(code: .unknownKind, message: "no work type is registered for the kind \"\(job.kind)\"")
+    }
+    guard let job = job as? any ManageableJob else {
+      throw JobError(code: .unknownJob, message: "only a Job can be managed")
+    }
+    let entry = Entry(id: UUID().uuidString, job: job)
+    let added = state.withLock(owner: self) { state -> Bool in
+      guard !state.entries.contains(where: { $0.job === job }) else { return false }
+      state.entries.append(entry)
+      return true
+    }
+    guard added else { throw JobError(code: .unknownJob, message: "the manager already holds this job") }
+    switch job.persistentForm().data {
+    case .success(let data):
+      do {
+        try store.save(data, id: entry.id)
+      } catch {
+        state.withLock(owner: self) { $0.entries.removeAll { $0 === entry } }
+        throw error as? JobError ?? JobError(code: .storeFailed, message: "\(error)", underlyingError: error)
+      }
+    case .failure(let error):
+      state.withLock(owner: self) { $0.entries.removeAll { $0 === entry } }
+      throw error
+    }
+    adopt(entry)
+    registrar.withMutation(of: self, keyPath: \.jobs) {}
+    emit(.added(id: entry.id))
+    return ManagedJob(id: entry.id, job: job)
+  }
+
+  /// Resumes every ``JobStatus/paused`` job, as the toolkit's `resumeAllPausedJobs()` does.
+  ///
+  /// - Returns: How many jobs resumed.
+  @discardableResult
+  public func resumeAll() -> Int {
+    jobs.reduce(0) { count, managed in managed.job.status == .paused && managed.job.start() ? count + 1 : count }
+  }
+
+  /// Pauses every running job, waits until each one's work is parked at a pause point, and
+  /// stores them all, so each is saved exactly at its last checkpoint.
+  nonisolated(nonsending) public func pauseAll() async {
+    let entries = state.withLock(owner: self) { $0.entries }
+    for entry in entries { entry.job.pause() }
+    for entry in entries { await entry.job.waitUntilParked() }
+    for entry in entries { save(entry) }
+  }
+
+  /// Stores every job now, whatever changed; for example when the app goes to the background.
+  public func saveAll() {
+    let entries = state.withLock(owner: self) { $0.entries }
+    for entry in entries { save(entry) }
+  }
+
+  /// Cancels the job `id` and waits until its work stopped, as ``Job/cancel()`` does; the job stays
+  /// in the manager, ``JobStatus/failed``.
+  ///
+  /// - Returns: Whether this call cancelled the job; `false` when there is no such job.
+  @discardableResult
+  nonisolated(nonsending) public func cancel(id: String) async -> Bool {
+    guard let job = job(id: id) else { return false }
+    return await job.cancel()
+  }
+
+  /// Removes the job `id` from the manager and deletes its record; an unfinished job is cancelled
+  /// first.
+  ///
+  /// - Throws: ``JobError`` with ``JobError/Code/unknownJob`` when there is no such job, or the
+  ///   store's error when the record cannot be deleted (the job is removed from the manager all the
+  ///   same).
+  nonisolated(nonsending) public func remove(id: String) async throws {
+    guard let entry = state.withLock(owner: self, { $0.entries.first { $0.id == id } }) else {
+      throw JobError(code: .unknownJob, message: "the manager holds no job \"\(id)\"")
+    }
+    if !entry.job.status.isFinished { await entry.job.cancel() }
+    state.withLock(owner: self) { $0.entries.removeAll { $0 === entry } }
+    release(entry)
+    registrar.withMutation(of: self, keyPath: \.jobs) {}
+    emit(.removed(id: id))
+    // The record goes through the job's writer, so a save in progress cannot bring it back.
+    entry.writer.withLock(owner: entry) { $0.isRemoved = true }
+    try write(entry)
+  }
+
+  // MARK: - Events
+
+  /// How many events ``events`` buffers for a consumer that falls behind: 1,000.
+  public static var defaultEventBufferLimit: Int { 1_000 }
+
+  /// The manager's events from now on: additions, removals, each job's changes and failed saves.
+  ///
+  /// The stream keeps the newest ``defaultEventBufferLimit`` events for a consumer that falls
+  /// behind; use ``events(bufferingPolicy:)`` for another policy. It finishes when the manager is
+  /// deallocated.
+  public var events: AsyncStream<JobManagerEvent> {
+    events(bufferingPolicy: .bufferingNewest(Self.defaultEventBufferLimit))
+  }
+
+  /// The manager's events, buffered as `bufferingPolicy` says.
+  public func events(bufferingPolicy: AsyncStream<JobManagerEvent>.Continuation.BufferingPolicy) -> AsyncStream<JobManagerEvent> {
+    let (stream, continuation) = AsyncStream.makeStream(of: JobManagerEvent.self, bufferingPolicy: bufferingPolicy)
+    let id = nextJobWaiterID()
+    state.withLock(owner: self) { $0.eventContinuations[id] = continuation }
+    continuation.onTermination = { [weak self] _ in
+      guard let self else { return }
+      let removed = self.state.withLock(owner: self) { $0.eventContinuations.removeValue(forKey: id) }
+      _ = consume removed
+    }
+    return stream
+  }
+
+  private func emit(_ event: JobManagerEvent) {
+    let continuations = state.withLock(owner: self) { Array($0.eventContinuations.values) }
+    for continuation in continuations { continuation.yield(event) }
+  }
+
+  // MARK: - Saving
+
+  /// Starts watching a job: every change is saved, and its pause points wait for its checkpoints
+  /// to be stored.
+  private func adopt(_ entry: Entry) {
+    let observerID = entry.job.addManagerObserver { [weak self] delivery in
+      self?.handle(delivery, of: entry)
+    }
+    entry.writer.withLock(owner: entry) { $0.observerID = observerID }
+    entry.job.requireDurability(true)
+  }
+
+  private func release(_ entry: Entry) {
+    let observerID = entry.writer.withLock(owner: entry) { $0.observerID }
+    entry.job.removeManagerObserver(observerID)
+    entry.job.requireDurability(false)
+  }
+
+  private func handle(_ delivery: ManagedJobDelivery, of entry: Entry) {
+    switch delivery {
+    case .event(.snapshot):
+      return
+    case .event(let event):
+      emit(.job(id: entry.id, event))
+      if case .status = event { save(entry) } else { scheduleSave(entry) }
+    case .checkpointSaved, .end:
+      save(entry)
+    }
+  }
+
+  /// Saves the job after the save interval, unless a save is already scheduled.
+  private func scheduleSave(_ entry: Entry) {
+    let schedule = entry.writer.withLock(owner: entry) { writer -> Bool in
+      guard !writer.isFlushScheduled, !writer.isRemoved else { return false }
+      writer.isFlushScheduled = true
+      return true
+    }
+    guard schedule else { return }
+    let clock = self.clock
+    let interval = saveInterval
+    Task { [weak self] in
+      try? await clock.sleep(for: interval)
+      entry.writer.withLock(owner: entry) { $0.isFlushScheduled = false }
+      self?.save(entry)
+    }
+  }
+
+  /// Saves the job now, reporting a failure as an event.
+  private func save(_ entry: Entry) {
+    do {
+      try write(entry)
+    } catch {
+      emit(.saveFailed(id: entry.id, error as? JobError ?? JobError(code: .storeFailed, message: "\(error)")))
+    }
+  }
+
+  /// Writes the job's current form, or deletes its record once it is removed. One caller writes at
+  /// a time per job; a caller that finds a write in progress asks the writer to write once more,
+  /// so the last write always holds the newest state.
+  private func write(_ entry: Entry) throws {
+    let proceed = entry.writer.withLock(owner: entry) { writer -> Bool in
+      if writer.isWriting {
+        writer.writeAgain = true
+        return false
+      }
+      writer.isWriting = true
+      return true
+    }
+    guard proceed else { return }
+    var failure: (any Error)?
+    while true {
+      let removed = entry.writer.withLock(owner: entry) { $0.isRemoved }
+      do {
+        if removed {
+          try store.remove(id: entry.id)
+        } else {
+          let (data, generation) = entry.job.persistentForm()
+          defer { entry.job.markDurable(generation) }  // a failed save must not hold the work forever
+          try store.save(try data.get(), id: entry.id)
+        }
+        failure = nil
+      } catch {
+        failure = error
+      }
+      let again = entry.writer.withLock(owner: entry) { writer -> Bool in
+        if writer.writeAgain {
+          writer.writeAgain = false
+          return true
+        }
+        writer.isWriting = false
+        return false
+      }
+      if !again { break }
+    }
+    if let failure { throw failure }
+  }
+}
+
+extension JobManager: Observable {}

@@ -1,0 +1,42 @@
+/// A job's messages, capped: past ``limit`` the oldest are dropped and counted.
+///
+/// Appending is O(1) amortized: dropped messages stay in the storage until as many have gone as
+/// the limit holds, and are then removed in one step, so the storage never holds more than about
+/// twice the limit.
+struct JobMessageLog: Sendable {
+  private var storage: [JobMessage] = []
+  private var start = 0
+  /// The most messages kept; never negative.
+  let limit: Int
+  /// How many messages were dropped since the job was created (including before a restore).
+  private(set) var droppedCount: Int
+
+  init(limit: Int, messages: [JobMessage] = [], droppedCount: Int = 0) {
+    self.limit = max(limit, 0)
+    self.droppedCount = max(droppedCount, 0)
+    let excess = max(messages.count - self.limit, 0)
+    self.storage = Array(messages.dropFirst(excess))
+    self.droppedCount += excess
+  }
+
+  /// The messages kept, oldest first.
+  var messages: [JobMessage] { Array(storage[start...]) }
+
+  var count: Int { storage.count - start }
+
+  /// Appends `message`, dropping the oldest message when the log is full.
+  mutating func append(_ message: JobMessage) {
+    guard limit > 0 else {
+      droppedCount += 1
+      return
+    }
+    storage.append(message)
+    guard storage.count - start > limit else { return }
+    start += 1
+    droppedCount += 1
+    if start >= max(limit, 16) {
+      storage.removeFirst(start)
+      start = 0
+    }
+  }
+}

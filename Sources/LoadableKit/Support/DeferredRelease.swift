@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Releases the links of a long chain one after the other instead of one inside the other.
+///
+/// Releasing the end of a 100,000-deep `map` chain would otherwise run 100,000 nested `deinit`s —
+/// each one releasing its source from inside its own — and overflow the stack. A loadable's
+/// `deinit` hands what links it to other loadables (its sources, its declared dependencies) to
+/// this thread's queue instead, and the outermost `deinit` on the thread releases the queue in a
+/// loop: a source released there may queue its own sources, which the same loop then releases.
+/// The stack depth stays constant whatever the length of the chain.
+///
+/// The queue is per thread, and only used from a `deinit`, which runs synchronously on one thread.
+enum DeferredRelease {
+  /// One thread's queue.
+  final class Queue {
+    var items: [Any] = []
+    var draining = false
+  }
+
+  /// Queues `links` to be released after the current `deinit` (and the ones it causes) returned.
+  static func release(_ links: consuming Any) {
+    queue.items.append(links)
+  }
+
+  /// Releases the queued links, unless an outer `deinit` on this thread is already doing so.
+  static func drain() {
+    let queue = queue
+    guard !queue.draining else { return }
+    queue.draining = true
+    while let links = queue.items.popLast() {
+      _ = consume links  // may run more deinits, which queue more links
+    }
+    queue.items = []
+    queue.draining = false
+  }
+
+  private static var queue: Queue {
+    if let pointer = pthread_getspecific(key) {
+      return Unmanaged<Queue>.fromOpaque(pointer).takeUnretainedValue()
+    }
+    let queue = Queue()
+    pthread_setspecific(key, Unmanaged.passRetained(queue).toOpaque())
+    return queue
+  }
+
+  private static let key: pthread_key_t = {
+    var key = pthread_key_t()
+    #if canImport(Darwin)
+      pthread_key_create(&key) { Unmanaged<Queue>.fromOpaque($0).release() }
+    #else
+      pthread_key_create(&key) { pointer in
+        if let pointer { Unmanaged<Queue>.fromOpaque(pointer).release() }
+      }
+    #endif
+    return key
+  }()
+}

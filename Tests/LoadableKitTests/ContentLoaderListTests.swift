@@ -1,0 +1,100 @@
+@testable import LoadableKit
+import LoadableKitTesting
+import Testing
+
+@Suite("ContentLoader for real lists (issue 15)", .timeLimit(.minutes(1)))
+struct ContentLoaderListTests {
+  /// Thumbnails defect: idle entries with nothing to show counted toward `maximumIdleCount`, so a
+  /// fling — many keys claimed and dropped before they loaded — evicted the real thumbnails.
+  @Test func aFlingDoesNotEvictIdleEntriesThatHoldValues() async {
+    let source = KeyedSource()
+    let loader = makeLoader(source, maximumIdleCount: 2)
+    for key in 0..<2 {
+      let claim = loader.begin(key)
+      await source.waitUntil { $0.pending == 1 }
+      source.resolve(key, "v\(key)", version: 1)
+      await eventually { loader.snapshot(for: key)?.status == .loaded }
+      claim.end()
+    }
+    for key in 100..<120 { loader.begin(key).end() }  // the fling: nothing loaded
+    #expect(loader.snapshot(for: 0)?.value == "v0")
+    #expect(loader.snapshot(for: 1)?.value == "v1")
+    #expect(loader.count == 2)
+  }
+
+  @Test func refreshWhereReloadsTheClaimedKeysThePredicateChooses() async {
+    let source = KeyedSource()
+    let loader = makeLoader(source)
+    let claims = (0..<4).map { loader.begin($0) }
+    await source.waitUntil { $0.pending == 4 }
+    for key in 0..<4 { source.resolve(key, "v\(key)", version: 1) }
+    await eventually { (0..<4).allSatisfy { loader.snapshot(for: $0)?.status == .loaded } }
+    loader.refresh(where: { $0 % 2 == 0 })
+    await source.waitUntil { $0.pending == 2 }
+    #expect(source.stats.startedPerKey == [0: 2, 1: 1, 2: 2, 3: 1])
+    // The current value stays on screen meanwhile.
+    #expect(loader.snapshot(for: 0)?.value == "v0" && loader.snapshot(for: 0)?.status == .loading)
+    source.resolve(0, "w0", version: 2)
+    source.resolve(2, "w2", version: 2)
+    await eventually { loader.snapshot(for: 2)?.value == "w2" }
+    for claim in claims { claim.end() }
+  }
+
+  @Test func invalidateWhereMarksStaleWithoutLoadingUntilTheNextClaim() async throws {
+    let source = KeyedSource()
+    let loader = makeLoader(source)
+    let claim = loader.begin(1)
+    await source.waitForStarts(1)
+    source.resolve(1, "one", version: 1)
+    await eventually { loader.snapshot(for: 1)?.status == .loaded }
+    loader.invalidate(where: { $0 == 1 })
+    #expect(source.stats.started == 1 && loader.snapshot(for: 1)?.status == .loaded)
+    claim.end()
+    let next = loader.begin(1)  // the next first claim loads
+    await source.waitForStarts(2)
+    #expect(next.snapshot.status == .loading && next.snapshot.value == "one")
+    source.resolve(1, "two", version: 2)
+    await eventually { next.snapshot.value == "two" }
+    // The key's loadable saw the mark too: fetchIfNeeded loads after an invalidation.
+    loader.invalidate(where: { _ in true })
+    let fetch = Task { try await loader.loadable(for: 1).fetchIfNeeded() }
+    await source.waitForStarts(3)
+    source.resolve(1, "three", version: 3)
+    #expect(try await fetch.outcome == "three")
+    next.end()
+  }
+
+  @Test func aValueOlderThanStaleAfterIsShownAndRefreshedAtTheNextClaim() async throws {
+    let source = KeyedSource()
+    let clock = TestClock()
+    let loader = Loader(
+      staleAfter: .seconds(60), clock: clock, load: { try await source.load($0) })
+    let first = loader.begin(1)
+    await source.waitForStarts(1)
+    source.resolve(1, "one", version: 1)
+    await eventually { loader.snapshot(for: 1)?.status == .loaded }
+    first.end()
+
+    await clock.advance(by: .seconds(59))
+    loader.begin(1).end()  // fresh: no load
+    #expect(source.stats.started == 1)
+    #expect(try await loader.loadable(for: 1).fetchIfNeeded() == "one")
+
+    await clock.advance(by: .seconds(1))
+    let stale = loader.begin(1)  // stale: shown at once, and refreshed
+    #expect(stale.snapshot.status == .loading && stale.snapshot.value == "one")
+    await source.waitForStarts(2)
+    source.resolve(1, "two", version: 2)
+    await eventually { stale.snapshot.value == "two" }
+    stale.end()
+    // The age counts from the end of the load: fresh again.
+    loader.begin(1).end()
+    #expect(source.stats.started == 2)
+    // The loadable sees the age too.
+    await clock.advance(by: .seconds(60))
+    let fetch = Task { try await loader.loadable(for: 1).fetchIfNeeded() }
+    await source.waitForStarts(3)
+    source.resolve(1, "three", version: 3)
+    #expect(try await fetch.outcome == "three")
+  }
+}

@@ -1,0 +1,181 @@
+import Dispatch
+@testable import LoadableKit
+import LoadableKitTesting
+import Synchronization
+import Testing
+
+/// Regression tests for the defects that sat at the seams of the attempt core (issue "One engine"):
+/// each was seen on the code before the fix.
+@Suite("Engine seams", .timeLimit(.minutes(2)))
+struct EngineSeamTests {
+  // MARK: - 3. The attempt's context does not leak into tasks the user starts
+
+  /// `a`'s operation starts `Task { try? await b.load() }` and returns; `b`'s operation later calls
+  /// `a.fetch()`. Nothing can deadlock: `a` never waits for `b`. Before the fix, the user's task
+  /// inherited `a`'s attempt context, its wait for `b` counted as an edge `a → b`, and `b` failed
+  /// with `dependencyCycle`.
+  @Test func aTaskStartedInsideAnAttemptIsNotPartOfIt() async throws {
+    let gate = ControlledLoad<Void>()
+    let holder = Mutex<AsyncLoadable<Int>?>(nil)
+    let b = AsyncLoadable<Int> {
+      try await gate.operation()
+      let a = holder.withLock { $0! }
+      return try await a.fetch() + 10
+    }
+    let a = AsyncLoadable<Int> {
+      Task { try? await b.load() }
+      return 1
+    }
+    holder.withLock { $0 = a }
+    try await a.load()
+    await gate.waitForStart()  // the user's task is waiting for `b`
+    gate.resolve(())
+    try await b.load()
+    #expect(b.content == 11)
+    #expect(b.loadStatus == .loaded)
+    holder.withLock { $0 = nil }
+  }
+
+  /// Structured work of the attempt itself still counts: a plain `load()` from `performLoad()` on
+  /// the attempt's own task that closes a cycle fails instead of hanging.
+  @Test func aDirectLoadOnTheAttemptsOwnTaskStillFindsACycle() async {
+    final class Node: AsyncLoadable<Int>, @unchecked Sendable {
+      nonisolated(unsafe) var next: Node?
+      override func performLoad() async throws -> Int {
+        try await next!.load()
+        return 1
+      }
+    }
+    let a = Node()
+    let b = Node()
+    a.next = b
+    b.next = a
+    await #expect(throws: LoadableError.dependencyCycle) { try await a.load() }
+    a.next = nil
+    b.next = nil
+  }
+
+  // MARK: - 4. Live views converge
+
+  /// A `map` whose attempt is computing while its source's refresh lands must not end with the
+  /// transform of the old content. Before the fix it stayed at 10 while the source held 2.
+  @Test func aMapLoadingWhileItsSourceRefreshesEndsCurrent() async throws {
+    let control = ControlledLoad<Int>()
+    let source = control.makeLoadable()
+    let inTransform = ControlledLoad<Void>()
+    let release = DispatchSemaphore(value: 0)
+    let view = source.map { value -> Int in
+      if value == 1 {
+        // Tell the test, then block until the source's refresh has landed.
+        Task { try? await inTransform.operation() }
+        release.wait()
+      }
+      return value * 10
+    }
+    let loading = Task { try await view.load() }
+    await control.waitForStart(1)
+    control.resolve(1)
+    await inTransform.waitForStart()
+    // The view's attempt has read the source (1) and is computing. Now the source refreshes to 2.
+    source.sync()
+    await control.waitForStart(2)
+    control.resolve(2)
+    await eventually { source.content == 2 && source.loadStatus == .loaded }
+    release.signal()
+    try await loading.value
+    inTransform.resolve(())
+    await eventually { view.content == 20 }
+    #expect(view.content == 20)
+    #expect(view.loadStatus == .loaded)
+  }
+
+  /// Many maps created and loaded while their source refreshes: every one ends equal to the
+  /// transform of the source's content once everything is quiet. Before the fix some ended stale.
+  @Test func mapsCreatedDuringRefreshesConverge() async throws {
+    var stale = 0
+    var checked = 0
+    for _ in 0..<400 {
+      let counter = Counter()
+      let source = AsyncLoadable<Int> { counter.increment() }
+      try await source.load()
+      let views = Recorder<AsyncLoadable<Int>>()
+      await withTaskGroup(of: Void.self) { group in
+        for index in 0..<6 {
+          group.addTask {
+            if index % 3 == 0 {
+              _ = try? await source.fetch()
+            } else {
+              let view = source.map { $0 * 10 }
+              try? await view.load()
+              views.append(view)
+            }
+          }
+        }
+      }
+      let expected = (source.content ?? -1) * 10
+      for view in views.values where view.loadStatus == .loaded {
+        checked += 1
+        if view.content != expected { stale += 1 }
+      }
+    }
+    #expect(checked > 0)
+    #expect(stale == 0, "\(stale) of \(checked) maps stale")
+  }
+
+  // MARK: - 5. A consistent snapshot
+
+  @Test func aRetryAfterAFailureShowsNoErrorWhileLoading() async throws {
+    let (loadable, control) = try await makeLoadable(in: .failed)
+    let retrying = Task { try await loadable.retryLoad() }
+    await control.waitForStart(2)
+    let snapshot = loadable.snapshot
+    #expect(snapshot.status == .loading)
+    #expect(snapshot.error == nil)
+    #expect(loadable.loadError == nil)
+    control.resolve(2)
+    try await retrying.value
+  }
+
+  // MARK: - 6. Bounded by default
+
+  /// Callers that join a held attempt and are cancelled leave nothing behind.
+  @Test func cancelledWaitersAreFreedWhenTheyLeave() async throws {
+    let (loadable, control) = try await makeLoadable(in: .loading)
+    for _ in 0..<20 {
+      let callers = (0..<500).map { _ in Task { try await loadable.load() } }
+      await eventually { loadable.waiterCount == 500 }
+      for caller in callers { caller.cancel() }
+      for caller in callers { _ = try? await caller.value }
+    }
+    let stored = loadable.state.withLock(owner: loadable) { $0.attempt?.storedWaiterCount ?? -1 }
+    #expect(loadable.waiterCount == 0)
+    #expect(stored < 64)
+    control.resolve(1)
+    try await loadable.load()
+  }
+
+  /// A status stream nobody reads keeps only the newest changes.
+  @Test func anUnreadStatusStreamIsBounded() async throws {
+    var loadable: AsyncLoadable<Int>? = AsyncLoadable<Int> { throw Boom() }
+    let stream = loadable!.loadStatusUpdates
+    for _ in 0..<1_000 { try? await loadable!.retryLoad() }
+    loadable = nil  // finishes the stream
+    var count = 0
+    for await _ in stream { count += 1 }
+    #expect(count <= AsyncLoadable<Int>.defaultStatusBufferSize + 1)
+    #expect(count > 0)
+  }
+
+  // MARK: - Nothing recursive in the depth of a graph
+
+  /// Releasing the end of a very long chain does not recurse once per link.
+  @Test func releasingALongChainDoesNotRecurse() async {
+    let depth = 200_000
+    await Task.detached {
+      var end: AsyncLoadable<Int> = AsyncLoadable(content: 0)
+      for _ in 0..<depth { end = end.map { $0 + 1 } }
+      #expect(end.content == depth)
+      end = AsyncLoadable(content: 0)  // releases the whole chain
+    }.value
+  }
+}

@@ -1,0 +1,131 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+import Foundation
+import LoadableKitTesting
+import Testing
+
+/// Crash consistency of `JobManager` with its `DirectoryJobStore`: the `JobCrashChild` executable
+/// runs three jobs and is killed with SIGKILL at a seeded random moment, 200 times on one
+/// directory; each run restores what the previous one left. The work appends every unit it runs to
+/// a log (O_APPEND + fsync) before saving the checkpoint after it, so the log shows which units ran
+/// twice.
+@Suite("Jobs: crash consistency", .timeLimit(.minutes(2)))
+struct JobsCrashTests {
+  static let runs = 200
+  /// Kill moments, from the child's launch: up to 150 ms, which covers the restore at startup and
+  /// the first units of work.
+  static let latestKill: UInt64 = 150_000
+
+  struct Figures: CustomStringConvertible {
+    var runs = 0
+    var killedBeforeReady = 0
+    var unitsRun = 0
+    var unitsRedone = 0
+    var description: String {
+      "\(runs) runs killed (\(killedBeforeReady) before the jobs started), \(unitsRun) units run, \(unitsRedone) run twice"
+    }
+  }
+
+  static func child(_ arguments: [String]) -> Process {
+    let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    let process = Process()
+    process.executableURL = directory.appendingPathComponent("JobCrashChild")
+    process.arguments = arguments
+    return process
+  }
+
+  @Test func killedAtRandomMomentsEveryJobComesBackFromItsLastCheckpoint() throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let log = directory.appendingPathComponent("units.log").path
+    let store = directory.appendingPathComponent("jobs").path
+    var generator = SplitMix64(seed: 2026)
+    var restoredLines: [[String]] = []
+    var figures = Figures()
+
+    for run in 0..<Self.runs {
+      let process = Self.child(["run", store, log, "\(run)"])
+      let pipe = Pipe()
+      process.standardOutput = pipe
+      try process.run()
+      // The kill moment is the point of the test, not a wait for something to happen.
+      usleep(useconds_t(UInt64.random(in: 0...Self.latestKill, using: &generator)))
+      kill(process.processIdentifier, SIGKILL)
+      let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      #expect(process.terminationReason == .uncaughtSignal, "run \(run): \(output)")
+      let lines = output.split(separator: "\n").map(String.init)
+      #expect(!lines.contains { $0.hasPrefix("error") || $0.hasPrefix("problem") }, "run \(run): \(output)")
+      if !lines.contains("ready") { figures.killedBeforeReady += 1 }
+      restoredLines.append(lines.filter { $0.hasPrefix("restored ") })
+      figures.runs += 1
+    }
+
+    // What each run logged, per job: the units in order.
+    var logged: [String: [Int: [Int]]] = [:]  // job → run → units
+    for line in try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n") {
+      let parts = line.split(separator: " ")
+      try #require(parts.count == 3, "a torn log line: \(line)")
+      logged[String(parts[0]), default: [:]][Int(parts[2])!, default: []].append(Int(parts[1])!)
+      figures.unitsRun += 1
+    }
+
+    // Each job resumes from the checkpoint it was restored with and runs its units in order; the
+    // next run restores the checkpoint after its last unit, or the one before it when the kill
+    // came between the unit and the save: the unit in flight, which runs again.
+    var expected: [String: ClosedRange<Int>] = [:]  // the checkpoint the next restore may hold
+    for run in 0..<Self.runs {
+      var restored: [String: Int] = [:]
+      for line in restoredLines[run] {
+        let parts = line.split(separator: " ")  // restored <name> <status> <checkpoint>
+        restored[String(parts[1])] = parts[3] == "none" ? 0 : Int(parts[3])!
+      }
+      for (name, value) in restored {
+        if let range = expected[name] {
+          #expect(range.contains(value), "run \(run): \(name) restored at \(value), expected \(range)")
+          if value == range.lowerBound, range.count > 1 { figures.unitsRedone += 1 }
+        }
+        expected[name] = value...value
+      }
+      for (name, runs) in logged {
+        guard let units = runs[run], !units.isEmpty else { continue }
+        let start = try #require(restored[name], "run \(run): \(name) ran without being restored or created")
+        #expect(units == Array(start..<(start + units.count)), "run \(run): \(name) ran \(units), from \(start)")
+        expected[name] = units.last!...(units.last! + 1)
+      }
+    }
+
+    // A fresh process restores every job, readable, consistent with the log.
+    let inspect = Self.child(["inspect", store])
+    let pipe = Pipe()
+    inspect.standardOutput = pipe
+    try inspect.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    inspect.waitUntilExit()
+    #expect(inspect.terminationStatus == 0, "\(output)")
+    let jobs = output.split(separator: "\n").filter { $0.hasPrefix("job ") }.map { $0.split(separator: " ") }
+    #expect(!output.contains("problem"), "\(output)")
+    #expect(Set(jobs.map { String($0[1]) }) == ["A", "B", "C"], "\(output)")
+    for job in jobs {
+      let name = String(job[1])
+      let status = String(job[2])
+      let saved = job[3] == "none" ? 0 : Int(job[3])!
+      if let range = expected[name] {
+        #expect(range.contains(saved), "\(name): checkpoint \(saved), expected \(range)")
+        if saved == range.lowerBound, range.count > 1 { figures.unitsRedone += 1 }
+      }
+      if name == "A" || name == "C" {
+        #expect(status == "succeeded" || saved < (name == "A" ? 60 : 3), "\(name) is \(status) at \(saved)")
+      } else {
+        #expect(status == "paused" || status == "notStarted", "\(name) is \(status)")
+      }
+    }
+    print("JobManager crash test: \(figures)")
+    #expect(figures.runs == Self.runs)
+    #expect(figures.unitsRedone <= figures.runs * 3, "at most the unit in flight of each job per kill")
+  }
+}
