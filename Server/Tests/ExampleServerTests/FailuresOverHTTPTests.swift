@@ -69,12 +69,7 @@ struct FailuresOverHTTPTests {
 
   @Test func aServerThatClosesMidBodyGivesATypedErrorAndARetryRecovers() async throws {
     try await withServer { server, url in
-      let client = HTTPClient(baseURL: url)
-      let fault = Locked<String?>("cut-off")
-      let portal = AsyncLoadable<PortalInfo> {
-        let headers = fault.withLock { $0 }.map { ["X-Fault": $0] } ?? [:]
-        return try await client.get(PortalInfo.self, Self.portal, headers: headers)
-      }
+      let (portal, fault) = Self.portal(at: url, fault: "cut-off")
       let error = await #expect(throws: NetworkError.self) { try await portal.load() }
       #expect(error?.code == .connectionLost, Comment(rawValue: "\(String(describing: error))"))
       let entries = await server.log.waitForOutcomes(containing: "portals/self")
@@ -90,19 +85,25 @@ struct FailuresOverHTTPTests {
   }
 
   @Test func malformedJSONGivesATypedErrorAndARetryRecovers() async throws {
-    try await withServer { server, url in
-      let client = HTTPClient(baseURL: url)
-      let fault = Locked<String?>("malformed-json")
-      let portal = AsyncLoadable<PortalInfo> {
-        let headers = fault.withLock { $0 }.map { ["X-Fault": $0] } ?? [:]
-        return try await client.get(PortalInfo.self, Self.portal, headers: headers)
-      }
+    try await withServer { _, url in
+      let (portal, fault) = Self.portal(at: url, fault: "malformed-json")
       let error = await #expect(throws: NetworkError.self) { try await portal.load() }
       #expect(error?.code == .malformedResponse)
       fault.withLock { $0 = nil }
       try await portal.retryLoad()
       #expect(portal.loadStatus == .loaded)
     }
+  }
+
+  /// A portal loadable whose requests ask the server for `fault` until the lock holds `nil`.
+  private static func portal(at url: URL, fault: String) -> (AsyncLoadable<PortalInfo>, Locked<String?>) {
+    let client = HTTPClient(baseURL: url)
+    let fault = Locked<String?>(fault)
+    let portal = AsyncLoadable<PortalInfo> {
+      let headers = fault.withLock { $0 }.map { ["X-Fault": $0] } ?? [:]
+      return try await client.get(PortalInfo.self, Self.portal, headers: headers)
+    }
+    return (portal, fault)
   }
 
   @Test func aStatusAnswerIsAServiceError() async throws {
