@@ -16,7 +16,7 @@ let package = Package(
       name: "LoadableKitTests",
       dependencies: [
         "LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode", "OfflineMapJob",
-        "Thumbnails", "JobCrashChild",
+        "Thumbnails", "ServerJobs", "ExampleServices", "JobCrashChild",
       ]
     ),
     // The child process of the JobManager crash test: runs jobs until the test kills it.
@@ -38,6 +38,9 @@ let package = Package(
       exclude: ["README.md"]),
     .executableTarget(
       name: "Thumbnails", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/Thumbnails",
+      exclude: ["README.md"]),
+    .executableTarget(
+      name: "ServerJobs", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/ServerJobs",
       exclude: ["README.md"]),
     // The playgrounds' simulated services (latency, outages) over the JSON files in its Data/.
     .target(

@@ -1,5 +1,6 @@
 @testable import LoadableKit
 import LoadableKitTesting
+import Synchronization
 import Testing
 
 @Suite("ContentLoader for real lists (issue 15)", .timeLimit(.minutes(1)))
@@ -96,5 +97,91 @@ struct ContentLoaderListTests {
     await source.waitForStarts(3)
     source.resolve(1, "three", version: 3)
     #expect(try await fetch.outcome == "three")
+  }
+
+  @Test func idleEntriesBeyondTheTotalCostAreEvictedLeastRecentlyUsedFirst() async {
+    let source = KeyedSource()
+    let loader = Loader(
+      idleTimeout: nil, cost: { $0.count }, totalCostLimit: 10, load: { try await source.load($0) })
+    var events = Reader(loader.events)
+    var claims: [Loader.Claim] = []
+    for key in 0..<3 {
+      claims.append(loader.begin(key))
+      await source.waitUntil { $0.pending == 1 }
+      source.resolve(key, "four", version: 1)  // costs 4
+      await eventually { loader.snapshot(for: key)?.status == .loaded }
+    }
+    // 12 > 10, but every entry is claimed: nothing can go.
+    #expect(loader.count == 3)
+    claims[1].end()
+    claims[0].end()  // 1 is the least recently used idle entry
+    #expect(await events.skip(until: event(.evicted(1))).allSatisfy { !$0.hasPrefix("evicted") })
+    #expect(loader.count == 2 && loader.snapshot(for: 0)?.value == "four")
+    claims[2].end()
+    #expect(loader.count == 2)
+  }
+
+  /// Thumbnails defect: a claim that ends very soon after it begins could miss its first
+  /// snapshot, when another thread was delivering notifications at that moment.
+  @Test func aClaimEndedBeforeItsFirstSnapshotWasDeliveredStillGetsIt() async {
+    let source = KeyedSource()
+    let loader = makeLoader(source)
+    let inHandler = AsyncGate()
+    let release = AsyncGate()
+    let blocking = Atomic<Bool>(false)
+    // A handler that, once armed, keeps the delivery role busy until released.
+    let busy = loader.begin(0) { _ in
+      if blocking.exchange(false, ordering: .relaxed) {
+        inHandler.open()
+        release.waitBlocking()
+      }
+    }
+    blocking.store(true, ordering: .relaxed)
+    let deliverer = Task.detached { await source.waitForStarts(1); source.resolve(0, "zero", version: 1) }
+    await inHandler.wait()  // another thread is delivering now
+    let seen = Recorder<String>()
+    let quick = loader.begin(1) { seen.append("\($0.status)") }
+    quick.end()  // ends before its first snapshot could be delivered
+    release.open()
+    await deliverer.value
+    await eventually { seen.count == 1 }
+    #expect(seen.values == ["loading"])
+    busy.end()
+  }
+
+}
+
+private func event(_ event: Loader.Event) -> String { "\(event)" }
+
+/// A one-shot gate a test opens once; waiters wait asynchronously or, on a thread that must not
+/// return (a handler holding the delivery role), blocking.
+final class AsyncGate: Sendable {
+  private let state = Mutex<(open: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
+  private let condition = Atomic<Bool>(false)
+
+  func open() {
+    condition.store(true, ordering: .releasing)
+    let waiters = state.withLock(owner: self) { state in
+      state.open = true
+      defer { state.waiters.removeAll() }
+      return state.waiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  func wait() async {
+    await withUnsafeContinuation { continuation in
+      let ready = state.withLock(owner: self) { state -> Bool in
+        if state.open { return true }
+        state.waiters.append(continuation)
+        return false
+      }
+      if ready { continuation.resume() }
+    }
+  }
+
+  /// Spins until opened; for a synchronous handler on a thread of its own.
+  func waitBlocking() {
+    while !condition.load(ordering: .acquiring) {}
   }
 }

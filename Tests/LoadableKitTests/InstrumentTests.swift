@@ -11,6 +11,14 @@ final class RecordingInstrument: LoadInstrument {
     case ended(LoadAttempt, LoadAttempt.End)
   }
 
+  private let claims = Mutex<[(began: Bool, claim: LoadClaimReport)]>([])
+  private let jobs = Mutex<[JobReport]>([])
+  func claimBegan(_ claim: LoadClaimReport) { claims.withLock { $0.append((true, claim)) } }
+  func claimEnded(_ claim: LoadClaimReport, duration: Duration) { claims.withLock { $0.append((false, claim)) } }
+  func jobReported(_ report: JobReport) { jobs.withLock { $0.append(report) } }
+  var claimReports: [(began: Bool, claim: LoadClaimReport)] { claims.withLock { $0 } }
+  var jobReports: [JobReport] { jobs.withLock { $0 } }
+
   private let reports = Mutex<[Report]>([])
   /// Called with every report, outside the recorder's lock (a test calls back into loadables).
   let onReport: @Sendable (Report) -> Void
@@ -210,8 +218,38 @@ final class RecordingInstrument: LoadInstrument {
 
 }
 
+/// A job that reports progress at 5 %, 15 % and 55 %, posts a message and returns.
+struct InstrumentedWork: JobWork {
+  static let kind = "test.instrumented"
+  func run(in context: JobContext<Int>) async throws -> Int {
+    context.reportProgress(completed: 1, total: 20)
+    context.reportProgress(completed: 3, total: 20)
+    context.reportProgress(completed: 11, total: 20)
+    context.post("half way", severity: .warning)
+    return 1
+  }
+}
+
 /// The process-wide instrument is one per process: its tests run one at a time.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct ProcessWideInstrumentTests {
+  @Test func aJobReportsItsStatusesMessagesAndTenthsOfProgress() async throws {
+    let recorder = RecordingInstrument(namePrefix: "no attempts ")
+    LoadInstrumentation.processWide = recorder
+    defer { LoadInstrumentation.processWide = nil }
+    let job = Job(InstrumentedWork())
+    job.start()
+    _ = try await job.output
+
+    let mine = recorder.jobReports.filter { $0.job == InstrumentedWork.kind }
+    #expect(Set(mine.map(\.id)).count == 1)
+    let statuses = mine.compactMap { if case .status(let status) = $0.event { status } else { nil } }
+    let messages = mine.compactMap { if case .message(let message) = $0.event { message.text } else { nil } }
+    let tenths = mine.compactMap { if case .progress(let fraction) = $0.event { fraction } else { nil } }
+    #expect(statuses == [.started, .succeeded])
+    #expect(messages == ["half way"])
+    #expect(tenths == [0.1, 0.5, 1.0])
+  }
+
   @Test func theProcessWideInstrumentHearsOfEveryLoadable() async throws {
     let prefix = "process-wide \(UInt64.random(in: 0...UInt64.max)) "
     let recorder = RecordingInstrument(namePrefix: prefix)
@@ -244,5 +282,54 @@ final class RecordingInstrument: LoadInstrument {
     #expect(loadable.instrument != nil)
     try await loadable.load()
     #expect(order.values.prefix(2) == ["own", "process-wide"])
+  }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct ContentLoaderInstrumentTests {
+  @Test func eachClaimIsReportedBeganAndEndedOnceAndKeysAreNamedByTheLoader() async throws {
+    let recorder = RecordingInstrument()
+    let items = ContentLoader<Int, String, Int>(name: "portal.item", instrument: recorder) { key in ("item \(key)", 1) }
+    #expect(items.loadable(for: 7).displayName == "portal.item[7]")
+
+    var claim: ContentLoader<Int, String, Int>.Claim? = items.begin(7)
+    for await snapshot in claim!.updates where snapshot.status == .loaded { break }
+    claim?.end()
+    claim = nil  // the deinit ends it again: no second report
+    let other = items.begin(8)
+    _ = other  // ended by its deinit at the end of the scope
+    _ = try await items.loadable(for: 8).fetch()
+
+    recorder.expectBalanced()
+    #expect(recorder.starts.map(\.name).contains("portal.item[7]"))
+    #expect(recorder.ends(named: "portal.item[7]").count == 1)
+    let seven = recorder.claimReports.filter { $0.claim.key == "7" }
+    #expect(seven.map(\.began) == [true, false])
+    #expect(seven.allSatisfy { $0.claim.loader == "portal.item" && $0.claim.description == "portal.item[7]" })
+    #expect(Set(seven.map(\.claim.id)).count == 1)
+  }
+
+  @Test func aClaimDroppedWithoutEndIsReportedEndedOnce() {
+    let recorder = RecordingInstrument()
+    let items = ContentLoader<Int, String, Int>(name: "tiles", instrument: recorder) { key in ("tile \(key)", 1) }
+    do { _ = items.begin(1) }
+    #expect(recorder.claimReports.map(\.began) == [true, false])
+  }
+}
+
+/// ``InstrumentedWork`` under another kind, so the process-wide test does not see its jobs.
+struct OwnInstrumentedWork: JobWork {
+  static let kind = "test.instrumented.own"
+  func run(in context: JobContext<Int>) async throws -> Int { try await InstrumentedWork().run(in: context) }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct JobInstrumentTests {
+  @Test func aJobsOwnInstrumentFromItsOptionsHearsOfIt() async throws {
+    let recorder = RecordingInstrument()
+    let job = Job(OwnInstrumentedWork(), options: JobOptions(instrument: recorder))
+    job.start()
+    _ = try await job.output
+    let statuses = recorder.jobReports.compactMap { if case .status(let status) = $0.event { status } else { nil } }
+    #expect(statuses == [.started, .succeeded])
+    #expect(recorder.jobReports.allSatisfy { $0.job == OwnInstrumentedWork.kind })
   }
 }

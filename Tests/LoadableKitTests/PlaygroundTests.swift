@@ -636,3 +636,73 @@ func tileFiles(in folder: URL) throws -> [String] {
   let paths = FileManager.default.enumerator(atPath: tiles)?.allObjects as? [String] ?? []
   return paths.filter { $0.hasSuffix(".tile") }.map { String($0.dropLast(".tile".count)) }.sorted()
 }
+
+@Suite("Playgrounds: server jobs", .timeLimit(.minutes(2)))
+struct ServerJobsPlaygroundTests {
+  @Test func serverJobsQuitsMidWayAndOnResumeFetchesOnlyTheFinishedServerJobsResult() throws {
+    let folder = temporaryPath("ServerJobs")
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let requestLog = folder.appendingPathComponent("job-service/requests.log")
+    func requests() throws -> [String] {
+      try String(contentsOf: requestLog, encoding: .utf8).split(separator: "\n").map(String.init)
+    }
+    func lines(_ output: String, _ heading: String) -> [String] {
+      section(output, heading).map(squeezed).filter { !$0.isEmpty }
+    }
+
+    // The first run: the server's job is submitted and followed, then both jobs are saved paused.
+    let (first, firstStatus) = try runPlayground("ServerJobs", arguments: ["--output", folder.path])
+    #expect(firstStatus == 0, "\(first)")
+    #expect(first.contains("[offline map] LoadableKit.ServerJob: Submitted: the server's job id is j1"))
+    #expect(lines(first, "▸ 1.").last == "the server's job j1 is executing, a quarter done or more")
+    let quit = lines(first, "▸ 3.")
+    #expect(quit.first == "the manager holds 2 jobs, one file each in jobs/")
+    #expect(quit.contains { $0.hasPrefix("offline map: paused, server job j1,") })
+    let tilesLine = try #require(quit.first { $0.hasPrefix("tiles: paused, checkpoint ") })
+    let checkpoint = try #require(Int(tilesLine.split(separator: " ")[3]))
+    let saved = try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("jobs").path)
+    #expect(saved.filter { $0.hasSuffix(".json") }.count == 2, "\(saved)")
+    #expect((10..<41).contains(checkpoint), "saved mid-way: \(tilesLine)")
+    #expect(first.hasSuffix("    swift run ServerJobs --resume \(folder.path)\n"))
+    let firstRequests = try requests()
+    #expect(firstRequests.first == "submit GenerateOfflineMap → j1")
+    // Two polls fail with 503: the job retries each after a backoff, polling at once, never submitting again.
+    let unavailable = "status j1 → 503 Service Unavailable"
+    #expect(Array(firstRequests.dropFirst().prefix(3)) == ["status j1 → executing", unavailable, unavailable])
+    #expect(firstRequests.dropFirst(4).allSatisfy { $0 == "status j1 → executing" }, "\(firstRequests)")
+    #expect(firstRequests.count >= 5)
+    let started = lines(first, "▸ 1.")
+    #expect(started.contains("[offline map] LoadableKit: Retry 1 in 0.05 seconds after a transient error: 503 Service Unavailable"))
+    #expect(started.contains("[offline map] LoadableKit: Retry 2 in 0.1 seconds after a transient error: 503 Service Unavailable"))
+    #expect(started.filter { $0 == "[offline map] LoadableKit.ServerJob: Reconnecting to server job j1, last seen executing" }.count == 2)
+
+    // The second run, an hour later: the server's job finished meanwhile.
+    let (second, secondStatus) = try runPlayground("ServerJobs", arguments: ["--resume", folder.path])
+    #expect(secondStatus == 0, "\(second)")
+    let restored = lines(second, "▸ 1.")
+    #expect(restored.count == 2)
+    #expect(restored.contains { $0.hasPrefix("org.loadablekit.playgrounds.generate-offline-map: paused, messages: ") })
+    #expect(restored.contains("org.loadablekit.playgrounds.fetch-basemap-tiles: paused, messages: 1"))
+    #expect(lines(second, "▸ 2.").contains("manager.resumeAll() → 2"))
+    let resumed = lines(second, "▸ 2.")
+    #expect(resumed.contains("[offline map] LoadableKit.ServerJob: Reconnecting to server job j1, last seen executing"))
+    #expect(resumed.contains("[offline map] job service: Succeeded: wrote offline-map.mmpk"))
+    #expect(resumed.contains("[tiles] Continuing from tile \(checkpoint + 1) of 41"))
+    #expect(resumed.contains("offline map: succeeded, result offline-map.mmpk, 18,874,368 bytes"))
+    #expect(resumed.contains("tiles: succeeded, 41 tiles, resumed from the checkpoint at tile \(checkpoint)"))
+    #expect(resumed.contains("the job service's messages in the job, over both runs: 6, each once: true"))
+    // The service's log: this run asked for the status once, then fetched the result; never submitted.
+    #expect(try requests() == firstRequests + ["status j1 → succeeded", "result j1 → offline-map.mmpk"])
+    #expect(lines(second, "▸ 3.").suffix(2) == [
+      "submitted once: true; result fetched once: true",
+      "this run asked for the status once, found the job succeeded, and fetched its result: true",
+    ])
+    #expect(lines(second, "▸ 4.") == ["41 writes for 41 tiles; every tile fetched exactly once: true"])
+
+    // Once more: both jobs were saved finished, and the service is asked nothing.
+    let (third, thirdStatus) = try runPlayground("ServerJobs", arguments: ["--resume", folder.path])
+    #expect(thirdStatus == 0)
+    #expect(third.contains("both jobs already finished: start() → false, false; a finished job never runs again"))
+    #expect(try requests().count == firstRequests.count + 2)
+  }
+}

@@ -12,6 +12,7 @@ let benchmarks: @Sendable () -> Void = {
   registerCreationBenchmarks()        // 3. create+release, bytes per idle loadable, peak memory
   registerPipelineBenchmarks()        // 4. map chains and zip, per node
   registerContentLoaderBenchmarks()   // 5. claims and key churn
+  registerContentLoaderListBenchmarks()  // 5b. limits and priorities in a list (issue 15)
   registerJobBenchmarks()             // 6. progress reports and pause points
   registerCancellationBenchmarks()    // 7. a waiter cancelling
   registerGraphBenchmarks()           // 8. a real map's graph: load and retryLoad, per node

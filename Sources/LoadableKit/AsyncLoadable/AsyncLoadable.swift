@@ -329,9 +329,30 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       return try answer.get()
     }
     let waiterID = nextUniqueID()
-    try context?.beginWait(on: self)
-    defer { context?.endWait(on: self) }
-    return try await withTaskCancellationHandler {
+    guard let context else { return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil) }
+    try context.beginWait(on: self)
+    defer { context.endWait(on: self) }
+    // Demand flows upstream: when the dependent's task is escalated (a claim on a key raised to
+    // visible, a higher-priority caller joining), the attempt it waits for is escalated too, and
+    // so on up the graph, each waiting attempt passing it on to the one it waits for.
+    return try await withTaskPriorityEscalationHandler {
+      try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: context)
+    } onPriorityEscalated: { _, priority in
+      self.escalateRunningAttempt(to: priority)
+    }
+  }
+
+  /// Raises the priority of the running attempt's task (a task's priority is never lowered).
+  final func escalateRunningAttempt(to priority: TaskPriority) {
+    withState { $0.attempt?.task }?.escalatePriority(to: priority)
+  }
+
+  /// Waits for the running attempt, joining it or starting one: the second half of
+  /// ``request(_:from:)``.
+  nonisolated(nonsending) private final func wait(
+    for request: LoadRequest, needsSync: Bool, waiterID: UInt64, from context: AttemptContext?
+  ) async throws -> LoadStateMachine<Content>.Delivery {
+    try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine<Content>.Continuation) in
         let (decision, event) = withState {
           $0.decide(
@@ -341,7 +362,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         switch decision {
         case .content(let content): continuation.resume(returning: content)
         case .failure(let error): continuation.resume(throwing: error)
-        case .joined(let task): task?.escalatePriority(to: Task.currentPriority)
+        case .joined(let task):
+          let priority = Task.currentPriority
+          (task ?? withState { $0.escalate(to: priority) })?.escalatePriority(to: priority)
         case .none: break
         case .started(let attempt): launch(attempt, parent: context)
         }
@@ -396,7 +419,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
       self.perform(effects)
     }
-    if withState({ $0.attach(task, to: attempt) }) { task.cancel() }
+    let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
+    if let escalate { task.escalatePriority(to: escalate) }
+    if cancel { task.cancel() }
   }
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
@@ -405,28 +430,23 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     _ attempt: LoadStateMachine<Content>.Attempt, probe: AttemptProbe?
   ) async -> Result<Content, any Error> {
     let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
-    // Published so that a wait closing a cycle through this attempt can find it.
-    guard state.withLock(owner: self, { state in
-      guard state.attempt === attempt else { return false }
+    // One read: the context is published (so that a wait closing a cycle through this attempt
+    // can find it), and the dependencies and options this attempt runs with are taken.
+    let start = state.withLock(owner: self) { state -> (dependencies: [(loadable: any Loadable, kind: DependencyKind)], options: LoadOptions?)? in
+      guard state.attempt === attempt else { return nil }
       attempt.context = context
-      return true
-    }) else { return .failure(CancellationError()) }
+      return (state.extras?.dependencies ?? [], state.extras?.settings?.options)
+    }
+    guard let start else { return .failure(CancellationError()) }
     return await AttemptContext.run(context) {
       do {
-        try await loadDeclaredDependencies(in: context)
-        return .success(try await runPerformLoad())
+        try await loadDeclaredDependencies(start.dependencies, in: context)
+        guard let options = start.options else { return .success(try await performLoad()) }
+        return .success(try await options.run { try await self.performLoad() })
       } catch {
         return .failure(error)
       }
     }
-  }
-
-  /// Runs ``performLoad()`` under the loadable's retry policy and timeout.
-  func runPerformLoad() async throws -> Content {
-    guard let options = state.withLock(owner: self, { $0.extras?.settings?.options }) else {
-      return try await performLoad()
-    }
-    return try await options.run { try await self.performLoad() }
   }
 
   // MARK: - Effects

@@ -84,8 +84,9 @@ extension AsyncLoadable {
 
   /// Loads the declared dependencies: incidental ones are started, required ones awaited
   /// concurrently; the first failure cancels the others and fails the attempt.
-  final func loadDeclaredDependencies(in context: AttemptContext) async throws {
-    let declared = state.withLock(owner: self) { $0.extras?.dependencies ?? [] }
+  final func loadDeclaredDependencies(
+    _ declared: [(loadable: any Loadable, kind: DependencyKind)], in context: AttemptContext
+  ) async throws {
     guard !declared.isEmpty else { return }
     var required: [any Loadable] = []
     for (dependency, kind) in declared {

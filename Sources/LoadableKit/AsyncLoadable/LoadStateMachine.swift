@@ -165,9 +165,18 @@ struct LoadStateMachine<Content: Sendable> {
 
   /// Stores the task of a freshly started attempt. Returns `true` when the attempt was cancelled
   /// before its task existed, in which case the caller cancels the task.
-  mutating func attach(_ task: Task<Void, Never>, to attempt: Attempt) -> Bool {
+  mutating func attach(_ task: Task<Void, Never>, to attempt: Attempt) -> (cancel: Bool, escalate: TaskPriority?) {
     attempt.task = task
-    return self.attempt !== attempt && !attempt.finished
+    return (self.attempt !== attempt && !attempt.finished, attempt.pendingPriority)
+  }
+
+  /// A caller joined the running attempt at `priority`: returns its task to escalate, or, when
+  /// the task is not stored yet, remembers the priority for ``attach(_:to:)``.
+  mutating func escalate(to priority: TaskPriority) -> Task<Void, Never>? {
+    guard let attempt else { return nil }
+    if let task = attempt.task { return task }
+    attempt.pendingPriority = max(attempt.pendingPriority ?? priority, priority)
+    return nil
   }
 
   /// Takes the gate, or queues `continuation` for it. Returns `true` when taken at once.

@@ -40,7 +40,11 @@ enum LoadWaiter {
   /// Where each waiter still waiting sits in `waiters`.
   var slots: [UInt64: Int] = [:]
 
+  /// How many waiters ever joined, those that left included (for instruments).
+  var joinedCount = 0
+
   func add(_ waiter: (id: UInt64, waiter: LoadWaiter)) {
+    joinedCount += 1
     slots[waiter.id] = waiters.count
     waiters.append(waiter)
   }
@@ -75,6 +79,9 @@ enum LoadWaiter {
   var context: AttemptContext?
   /// The task running the attempt; `nil` until the starter stores it.
   var task: Task<Void, Never>?
+  /// The highest priority a caller asked for before the task was stored (the task may already
+  /// run by then): applied when it is.
+  var pendingPriority: TaskPriority?
   /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
   var startedByDependent: Bool
   /// Somebody who is not a waiter wants it — it was started by a caller rather than a

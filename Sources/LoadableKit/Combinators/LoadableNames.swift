@@ -30,12 +30,14 @@ extension AsyncLoadable {
   ///
   /// It is the ``name`` given at creation or with ``named(_:)``; otherwise, for a loadable made by a
   /// combinator, a name derived from the combinator and its source — `map(portal)`,
-  /// `flatMap(map(items))`, `zip(3)`; otherwise the type's name, which for a subclass is the
+  /// `flatMap(map(items))`, `zip(3)`; for a ``ContentLoader`` key's loadable, the loader's name and
+  /// the key — `thumbnails[42]`; otherwise the type's name, which for a subclass is the
   /// subclass's (`FeatureTable`). A derived name nests at most three combinators deep
   /// (`map(map(map(…)))`), so it stays short however long the chain is.
   public var displayName: String {
     if let name { return name }
     if let derived = LoadableNames.derivedName(of: self) { return derived }
+    if let contextual = (self as? any ContextualNaming)?.contextualName { return contextual }
     return LoadableNames.typeName(of: self)
   }
 }
@@ -99,4 +101,14 @@ protocol DisplayNamed: AnyObject {
 
 extension AsyncLoadable: DisplayNamed {
   var explicitName: String? { name }
+}
+
+/// A loadable whose name comes from where it lives rather than from a combinator: a
+/// ``ContentLoader`` key's loadable is `loaderName[key]`.
+protocol ContextualNaming: AnyObject {
+  var contextualName: String { get }
+}
+
+extension ContentLoader.KeyedLoadable: ContextualNaming {
+  var contextualName: String { "\(loader?.name ?? "ContentLoader")[\(key)]" }
 }

@@ -16,15 +16,33 @@ extension ContentLoader {
     let id: UInt64
     /// The key's entry while the claim is active; `nil` once it ended.
     var entry: KeyedLoadable?
+    /// The claim's priority, under the loader's lock.
+    var rank: ClaimPriority
+    /// Reports the claim to the instruments; `nil` when none is installed.
+    let probe: ClaimProbe?
 
-    init(loader: ContentLoader, key: Key, id: UInt64) {
+    init(loader: ContentLoader, key: Key, id: UInt64, priority: ClaimPriority) {
       self.loader = loader
       self.key = key
       self.id = id
+      self.rank = priority
+      self.probe = ClaimProbe.begin(loader: loader.name, key: key, own: loader.instrument)
+    }
+
+    /// How urgently this claim needs its key; changeable while the claim lives.
+    ///
+    /// The key's load runs at the highest priority among its claims. Raising it moves a load
+    /// that waits for `maximumConcurrentLoads` ahead and raises the priority of a load already
+    /// running; lowering it moves a waiting load back (a running task's priority is never
+    /// lowered).
+    public var priority: ClaimPriority {
+      get { loader.withState { _ in rank } }
+      set { loader.setPriority(self, to: newValue) }
     }
 
     deinit {
       loader.end(self)
+      probe?.end()
     }
 
     /// Ends the claim. Calling it again, or letting the claim be deallocated afterwards, does
@@ -34,6 +52,7 @@ extension ContentLoader {
     /// handlers are not called any more.
     public func end() {
       loader.end(self)
+      probe?.end()
     }
 
     /// Whether the claim has not ended yet.

@@ -51,9 +51,10 @@ extension ContentLoader {
   /// The prior value and the version of each content of a key, under the entry's own small lock.
   struct Versions {
     var prior: (value: Value, version: Version)?
+    var priorCost = 0
     /// The version of the content that the loadable's `contentVersion` counter names: the
     /// current content, and the one the attempt running may produce.
-    var slots: [(counter: UInt64, version: Version, loadedAt: Duration)] = []
+    var slots: [(counter: UInt64, version: Version, loadedAt: Duration, cost: Int)] = []
 
     func version(at counter: UInt64) -> Version? {
       for slot in slots where slot.counter == counter { return slot.version }
@@ -62,6 +63,12 @@ extension ContentLoader {
 
     /// When the content the counter names was loaded (or confirmed by a load), on the loader's
     /// timeline; `nil` for the prior value.
+    /// The cost of the value the counter names (the prior value's for `0`).
+    func cost(at counter: UInt64) -> Int {
+      for slot in slots where slot.counter == counter { return slot.cost }
+      return counter == 0 && prior != nil ? priorCost : 0
+    }
+
     func loadedAt(_ counter: UInt64) -> Duration? {
       for slot in slots where slot.counter == counter { return slot.loadedAt }
       return nil
@@ -72,12 +79,15 @@ extension ContentLoader {
     /// the attempt returns under the counter it will have; returns that value and the versions
     /// let go of (released by the caller, outside the lock).
     mutating func keep(
-      _ loaded: (value: Value, version: Version), counter: UInt64, content: Value?, now: Duration
+      _ loaded: (value: Value, version: Version), cost loadedCost: Int, counter: UInt64, content: Value?,
+      now: Duration
     ) -> (Value, [Version]) {
       let held = counter > 0 ? content : prior?.value
       var kept = loaded
+      var keptCost = loadedCost
       if let held, let heldVersion = version(at: counter), !(loaded.version > heldVersion) {
         kept = (held, heldVersion)
+        keptCost = cost(at: counter)
       }
       var dropped: [Version] = []
       slots.removeAll { slot in
@@ -85,7 +95,7 @@ extension ContentLoader {
         dropped.append(slot.version)
         return true
       }
-      slots.append((counter &+ 1, kept.version, now))
+      slots.append((counter &+ 1, kept.version, now, keptCost))
       return (kept.value, dropped)
     }
   }
@@ -101,9 +111,14 @@ extension ContentLoader {
     let versions: Mutex<Versions>
     /// The loader's timeline, when values go stale by age.
     let clock: Timeline?
+    let costOf: (@Sendable (Value) -> Int)?
 
     // Under the loader's lock:
     var claimCount = 0
+    /// How many claims there are at each ``ClaimPriority``.
+    var claimsAt = PriorityCounts()
+    /// What the value shown costs, as counted in the loader's total.
+    var cost = 0
     /// The observers of the claims that have some, by claim.
     var sinks: [UInt64: [ClaimSink]] = [:]
     /// The attempt in which the claims hold interest.
@@ -129,13 +144,15 @@ extension ContentLoader {
 
     init(
       loader: ContentLoader, key: Key, prior: (value: Value, version: Version)?,
-      load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version), clock: Timeline?
+      load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version), clock: Timeline?,
+      cost: (@Sendable (Value) -> Int)?
     ) {
       self.key = key
       self.clock = clock
+      self.costOf = cost
       self.loadValue = load
       self.loader = loader
-      self.versions = Mutex(Versions(prior: prior))
+      self.versions = Mutex(Versions(prior: prior, priorCost: prior.map { cost?($0.value) ?? 0 } ?? 0))
       super.init()
     }
 
@@ -154,13 +171,29 @@ extension ContentLoader {
         }, onEnd: nil)
     }
 
+    /// The priority of the key's load: the highest among its claims, ``ClaimPriority/visible``
+    /// without claims (a caller of the loadable). Under the loader's lock.
+    var loadPriority: ClaimPriority {
+      claimsAt.highest ?? .visible
+    }
+
     override func performLoad() async throws -> Value {
+      let loader = loader
       loader?.changed(self)  // a loadable loading out of the index becomes the key's entry again
+      guard let loader, let limiter = loader.limiter else { return try await loadAndKeep() }
+      let priority = loader.withState { _ in loadPriority }
+      try await limiter.acquire(ObjectIdentifier(self), priority: priority)
+      defer { limiter.release() }
+      return try await loadAndKeep()
+    }
+
+    func loadAndKeep() async throws -> Value {
       let loaded = try await loadValue(key)
       let now = clock?.now() ?? .zero
+      let loadedCost = costOf?(loaded.value) ?? 0
       let (counter, content) = versionedContent()
       let (value, dropped) = versions.withLock(owner: self) {
-        $0.keep(loaded, counter: counter, content: content, now: now)
+        $0.keep(loaded, cost: loadedCost, counter: counter, content: content, now: now)
       }
       _ = dropped
       return value

@@ -36,7 +36,7 @@ import Synchronization
 ///   combinators, and a load the key's claims started is cancelled when they all end, the
 ///   loadable going back to how it was.
 /// - **Bounded memory.** An entry without claims is idle. Idle entries are evicted, least
-///   recently used first, beyond ``init(gracePeriod:idleTimeout:maximumIdleCount:clock:existingValue:load:)``'s
+///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:clock:instrument:existingValue:load:)``'s
 ///   `maximumIdleCount` and after its `idleTimeout`, measured on the injected clock.
 ///
 /// The loader is thread-safe without actor isolation. Its state is a value held in a `Mutex`;
@@ -57,10 +57,20 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   let tracksIdleTime: Bool
   /// How old a value may be before its next first claim refreshes it; `nil` never.
   let staleAfter: Duration?
+  /// The cost of a value, when there is a total cost limit.
+  let cost: (@Sendable (Value) -> Int)?
+  /// Bounds the loads running at once, when `maximumConcurrentLoads` is set.
+  let limiter: LoadLimiter?
+  /// The loader's name: its keys' loadables are named `name[key]`.
+  public let name: String
+  /// The instrument told about this loader's claims and its keys' attempts, if any.
+  let instrument: (any LoadInstrument)?
 
   /// Creates a loader.
   ///
   /// - Parameters:
+  ///   - name: The loader's name, for instruments and dependency trees: a key's loadable is named
+  ///     `name[key]`, such as `thumbnails[42]`.
   ///   - gracePeriod: How long a load goes on after the last claim on its key ended, so that a
   ///     key claimed again at once — a reused cell — does not restart its load. The default,
   ///     `.zero`, cancels at once. A negative value counts as `.zero`.
@@ -74,8 +84,20 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     `fetchIfNeeded()`). Its age counts from the end of the load that produced or confirmed
   ///     it, on `clock`. `nil`, the default, never makes a value stale by age. A negative value
   ///     counts as `.zero`.
+  ///   - maximumConcurrentLoads: How many keys may load at once; the others wait, most urgent
+  ///     claim first (see ``ClaimPriority``), and a waiting load whose claims all ended never
+  ///     calls the data source. `nil`, the default, sets no limit; a value below 1 counts as 1.
+  ///   - cost: The cost of a value — the bytes of an image — for `totalCostLimit`. It is called
+  ///     outside any lock, once per value loaded or supplied as a prior value. `nil`, the default,
+  ///     costs nothing.
+  ///   - totalCostLimit: The most the values the loader holds may cost together; beyond it, idle
+  ///     entries are evicted, those with nothing to show first, then the least recently used.
+  ///     Claimed and loading entries are never evicted, so the total may exceed the limit while
+  ///     they alone exceed it. `nil`, the default, sets no limit.
   ///   - clock: The clock that measures `gracePeriod`, `idleTimeout` and `staleAfter`. Tests pass
   ///     a `TestClock` from `LoadableKitTesting`.
+  ///   - instrument: An instrument told about this loader's claims and its keys' attempts, before
+  ///     the process-wide one (see <doc:ObservingLoadables>); `nil` for none.
   ///   - existingValue: The data source's synchronous hook for a value that exists already
   ///     (a memory or disk cache), with its version, or `nil`. It is called, outside any lock,
   ///     when an entry is made for a key; the value is shown while the first load runs.
@@ -85,23 +107,36 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     early. Its result is dropped once cancelled. Loadables it loads are dependencies of the
   ///     key's attempt.
   public init(
+    name: String = "ContentLoader",
     gracePeriod: Duration = .zero,
     idleTimeout: Duration? = .seconds(300),
     maximumIdleCount: Int = 500,
     staleAfter: Duration? = nil,
+    maximumConcurrentLoads: Int? = nil,
+    cost: (@Sendable (Value) -> Int)? = nil,
+    totalCostLimit: Int? = nil,
     clock: any Clock<Duration> = ContinuousClock(),
+    instrument: (any LoadInstrument)? = nil,
     existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
     load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version)
   ) {
     let gracePeriod = max(gracePeriod, .zero)
     let idleTimeout = idleTimeout.map { max($0, .zero) }
-    state = Mutex(State(gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: max(maximumIdleCount, 0)))
+    state = Mutex(
+      State(
+        gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: max(maximumIdleCount, 0),
+        totalCostLimit: cost == nil ? nil : totalCostLimit.map { max($0, 0) }))
+    self.cost = cost
+    limiter = maximumConcurrentLoads.map { LoadLimiter(limit: $0) }
     self.gracePeriod = gracePeriod
     tracksIdleTime = idleTimeout != nil
     self.staleAfter = staleAfter.map { max($0, .zero) }
     timeline = Timeline(clock)
     self.existingValue = existingValue
     self.loadValue = load
+    self.name = name
+    self.instrument = instrument
+    if instrument != nil { LoadInstrumentation.noteObjectInstrument() }
   }
 
   deinit {
@@ -122,7 +157,20 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// - Complexity: O(1). For a key without an entry, the data source's `existingValue` hook is
   ///   called once, outside the lock.
   public func begin(_ key: Key) -> Claim {
-    begin(key, sink: nil)
+    begin(key, priority: .visible, sink: nil)
+  }
+
+  /// Claims `key` with a priority, like ``begin(_:)``: the key's load runs at the highest
+  /// priority among its claims. Change it later with ``Claim/priority``.
+  public func begin(_ key: Key, priority: ClaimPriority) -> Claim {
+    begin(key, priority: priority, sink: nil)
+  }
+
+  /// Claims `key` with a priority and a handler, like ``begin(_:onUpdate:)``.
+  public func begin(
+    _ key: Key, priority: ClaimPriority, onUpdate: @escaping @Sendable (Snapshot) -> Void
+  ) -> Claim {
+    begin(key, priority: priority, sink: .handler(Handler(onUpdate)))
   }
 
   /// Claims `key`, like ``begin(_:)``, and calls `onUpdate` with the key's current snapshot,
@@ -131,15 +179,16 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// Calls are made one at a time, in order, never under the loader's lock. The first call
   /// usually happens before this method returns (so a cell shows a prior value without a blank
   /// frame); it happens later when another thread is delivering notifications at that moment.
-  /// After ``Claim/end()`` no further call starts, though one already under way on another
-  /// thread may finish. The handler may call back into the loader; it should not capture its own
+  /// The first call, with the snapshot at `begin`, is always made, even when the claim ends
+  /// before it could be delivered; after ``Claim/end()`` no other call starts, though one already
+  /// under way on another thread may finish. The handler may call back into the loader; it should not capture its own
   /// claim strongly unless it ends the claim explicitly.
   public func begin(_ key: Key, onUpdate: @escaping @Sendable (Snapshot) -> Void) -> Claim {
-    begin(key, sink: .handler(Handler(onUpdate)))
+    begin(key, priority: .visible, sink: .handler(Handler(onUpdate)))
   }
 
-  func begin(_ key: Key, sink: Sink?) -> Claim {
-    let claim = Claim(loader: self, key: key, id: nextUniqueID())
+  func begin(_ key: Key, priority: ClaimPriority, sink: Sink?) -> Claim {
+    let claim = Claim(loader: self, key: key, id: nextUniqueID(), priority: priority)
     let expiredBefore = expiryThreshold()
     var fresh: KeyedLoadable?
     while true {
@@ -151,6 +200,26 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       perform(effects)
       if begun { return claim }
       fresh = makeEntry(key)
+    }
+  }
+
+  /// A claim's priority changed.
+  func setPriority(_ claim: Claim, to priority: ClaimPriority) {
+    let effects = withState { state -> State.Effects in
+      var effects = State.Effects()
+      state.setPriority(claim, to: priority, &effects)
+      return effects
+    }
+    perform(effects)
+  }
+
+  /// Moves the key's waiting load in the queue, and raises its running task when the priority
+  /// went up (a running task is never lowered).
+  func reprioritize(_ entry: KeyedLoadable, to priority: ClaimPriority, raised: Bool) {
+    limiter?.reprioritize(ObjectIdentifier(entry), to: priority)
+    if raised {
+      let priority = priority.taskPriority
+      entry.withState { $0.escalate(to: priority) }?.escalatePriority(to: priority)
     }
   }
 
@@ -168,7 +237,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// A new entry for `key`, made outside the lock: the `existingValue` hook is user code.
   func makeEntry(_ key: Key) -> KeyedLoadable {
     let entry = KeyedLoadable(
-      loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline)
+      loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline,
+      cost: cost)
     entry.observeForLoader(self)
     return entry
   }
@@ -298,6 +368,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       entry.launch(attempt)
       AttemptContext.outside { entry.deliver(event, contentChanged: false) }
     }
+    for (entry, priority, raised) in effects.reprioritized { reprioritize(entry, to: priority, raised: raised) }
     for (entry, id) in effects.startTimers { launchGraceTimer(entry, id: id) }
     if let deadline = effects.startSweeper { launchSweeper(firstDeadline: deadline) }
     if effects.drain { drain() }
@@ -310,10 +381,10 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       AttemptContext.outside {
         for delivery in batch {
           switch delivery {
-          case .snapshot(.stream(let continuation), let snapshot):
+          case .snapshot(.stream(let continuation), let snapshot, _):
             continuation.yield(snapshot)
-          case .snapshot(.handler(let handler), let snapshot):
-            if handler.isActive.load(ordering: .acquiring) { handler.call(snapshot) }
+          case .snapshot(.handler(let handler), let snapshot, let first):
+            if first || handler.isActive.load(ordering: .acquiring) { handler.call(snapshot) }
           case .finish(let continuation):
             continuation.finish()
           case .event(let continuation, let event):

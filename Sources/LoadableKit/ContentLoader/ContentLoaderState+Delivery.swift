@@ -22,7 +22,9 @@ extension ContentLoader {
 
   /// A notification, queued under the lock in the order of the changes and delivered outside it.
   enum Delivery: Sendable {
-    case snapshot(Sink, Snapshot)
+    /// A snapshot for a claim's observer; `first` is the one queued when the observer was added,
+    /// delivered even when the claim ended before it could be.
+    case snapshot(Sink, Snapshot, first: Bool = false)
     case finish(AsyncStream<Snapshot>.Continuation)
     case event(AsyncStream<Event>.Continuation, Event)
     case finishEvents(AsyncStream<Event>.Continuation)
@@ -51,7 +53,7 @@ extension ContentLoaderState {
     var effects = Effects()
     let id = makeID()
     entry.sinks[claim.id, default: []].append(Loader.ClaimSink(id: id, sink: sink))
-    enqueue(.snapshot(sink, snapshot(of: entry, &effects)), &effects)
+    enqueue(.snapshot(sink, snapshot(of: entry, &effects), first: true), &effects)
     return (id, effects)
   }
 

@@ -55,6 +55,13 @@ extension ContentLoaderState {
     while idleCount > maximumIdleCount, let oldest = idleEmpty.oldest ?? idle.oldest { evict(oldest, &effects) }
   }
 
+  /// Evicts idle entries while the total cost is over the limit, entries with nothing to show
+  /// first, then the least recently used.
+  mutating func evictBeyondCost(_ effects: inout Effects) {
+    guard let limit = totalCostLimit else { return }
+    while totalCost > limit, let oldest = idleEmpty.oldest ?? idle.oldest { evict(oldest, &effects) }
+  }
+
   /// The entry idle the longest, on either list.
   var oldestIdle: Entry? {
     switch (idle.oldest, idleEmpty.oldest) {
@@ -70,6 +77,7 @@ extension ContentLoaderState {
     unlinkIdle(entry)
     index.removeValue(forKey: entry.key)
     entry.isInIndex = false
+    totalCost -= entry.cost
     effects.released.entries.append(entry)
     emit(.evicted(entry.key), &effects)
   }

@@ -47,6 +47,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     /// Attempts started for claims: launched, and their status change delivered.
     var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] = []
     var startTimers: [(Entry, UInt64)] = []
+    /// Keys whose load priority changed (and whether it went up).
+    var reprioritized: [(Entry, ClaimPriority, Bool)] = []
     /// Start the idle sweeper, which first wakes at this offset.
     var startSweeper: Duration?
     /// Deliver the outbox: this caller took the delivery role.
@@ -70,6 +72,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   let gracePeriod: Duration
   let idleTimeout: Duration?
   let maximumIdleCount: Int
+  let totalCostLimit: Int?
+  /// What the values of the entries in the index cost together.
+  var totalCost = 0
 
   var index: [Key: Entry] = [:]
   var handedOut: [Key: HandedOut] = [:]
@@ -83,7 +88,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   var nextID: UInt64 = 0
   var isShutDown = false
 
-  init(gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int) {
+  init(gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int, totalCostLimit: Int?) {
+    self.totalCostLimit = totalCostLimit
     self.gracePeriod = gracePeriod
     self.idleTimeout = idleTimeout
     self.maximumIdleCount = maximumIdleCount
@@ -118,6 +124,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   private mutating func insert(_ entry: Entry, _ effects: inout Effects) {
     index[entry.key] = entry
     entry.isInIndex = true
+    totalCost += entry.cost
     sync(entry, &effects)
   }
 
@@ -163,6 +170,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     guard let entry = entry(for: claim.key, fresh: fresh, &effects) else { return false }
     claim.entry = entry
     entry.claimCount += 1
+    let before = entry.loadPriority
+    entry.claimsAt[claim.rank] += 1
+    if entry.claimCount > 1 && entry.loadPriority != before {
+      effects.reprioritized.append((entry, entry.loadPriority, entry.loadPriority > before))
+    }
     if entry.claimCount == 1 {
       if let timer = entry.graceTimer {
         entry.graceTimer = nil
@@ -180,7 +192,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     settle(entry, now: .zero, &effects)  // claimed: the entry cannot go idle here
     if let sink {
       entry.sinks[claim.id] = [Loader.ClaimSink(id: makeID(), sink: sink)]
-      enqueue(.snapshot(sink, snapshot(of: entry, &effects)), &effects)
+      enqueue(.snapshot(sink, snapshot(of: entry, &effects), first: true), &effects)
     }
     return true
   }
@@ -192,6 +204,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     guard let entry = claim.entry else { return nil }
     claim.entry = nil
     entry.claimCount -= 1
+    let before = entry.loadPriority
+    entry.claimsAt[claim.rank] -= 1
+    if entry.claimCount > 0 && entry.loadPriority != before {
+      effects.reprioritized.append((entry, entry.loadPriority, false))
+    }
     if let sinks = entry.sinks.removeValue(forKey: claim.id) {
       for sink in sinks { close(sink.sink, &effects) }
       effects.released.sinks.append(contentsOf: sinks)
@@ -210,6 +227,19 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     }
     if entry.isInIndex { settle(entry, now: now, &effects) }
     return entry
+  }
+
+  /// `claim.priority = priority`: the key's load runs at the highest priority among its claims.
+  mutating func setPriority(_ claim: Loader.Claim, to priority: ClaimPriority, _ effects: inout Effects) {
+    let old = claim.rank
+    claim.rank = priority
+    guard let entry = claim.entry, old != priority else { return }
+    let before = entry.loadPriority
+    entry.claimsAt[old] -= 1
+    entry.claimsAt[priority] += 1
+    if entry.loadPriority != before {
+      effects.reprioritized.append((entry, entry.loadPriority, entry.loadPriority > before))
+    }
   }
 
   mutating func attachTimer(_ task: Task<Void, Never>, to entry: Entry, id: UInt64) -> Bool {
@@ -246,158 +276,6 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     sync(entry, &effects)
   }
 
-  // MARK: - Refreshing
-
-  /// `refresh(key)`: the value is out of date. A claimed entry loads again at once, or, when an
-  /// attempt is running (it may predate the change), as soon as that attempt ends. An idle one is
-  /// marked stale and loads at its next first claim (or its loadable's next `fetchIfNeeded()`).
-  mutating func refresh(_ key: Key) -> Effects {
-    var effects = Effects()
-    if let entry = index[key] { refresh(entry, &effects) }
-    return effects
-  }
-
-  /// `refreshAll()`: ``refresh(_:)`` for every entry. O(n).
-  mutating func refreshAll() -> Effects {
-    var effects = Effects()
-    for entry in index.values { refresh(entry, &effects) }
-    return effects
-  }
-
-  /// `refresh(where:)` (`loading`) and `invalidate(where:)`, for the keys the predicate chose.
-  mutating func refresh(_ keys: [Key], loading: Bool) -> Effects {
-    var effects = Effects()
-    for key in keys {
-      guard let entry = index[key] else { continue }
-      if loading {
-        refresh(entry, &effects)
-      } else {
-        entry.isStale = true
-        entry.refreshMark = makeID()
-      }
-    }
-    return effects
-  }
-
-  private mutating func refresh(_ entry: Entry, _ effects: inout Effects) {
-    entry.isStale = true
-    entry.refreshMark = makeID()
-    guard entry.claimCount > 0 else { return }
-    if entry.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code {
-      entry.refreshPending = true
-    } else {
-      if entry.held != nil { removeInterest(entry, &effects) }
-      addInterest(entry, starting: .refresh, &effects)
-    }
-  }
-
-  // MARK: - Keeping claims, events and idleness in line with the entry
-
-  /// Brings the claims' observers and the event streams up to date with the entry's loadable.
-  /// Changes are compared with what was shown last, so each is told once, in order, whoever
-  /// notices it first (the loader after changing the entry, or the entry's status observer).
-  mutating func sync(_ entry: Entry, _ effects: inout Effects) {
-    let previous = entry.shown
-    let view = entry.interestView(since: previous?.attempt)
-    effects.released.contents.append(view.snapshot)
-    let status = view.snapshot.status
-    let changed =
-      previous == nil || previous!.status != status || previous!.contentVersion != view.contentVersion
-      || previous!.attempt !== view.attempt
-    guard changed else { return }
-    if let old = previous?.attempt, old !== view.attempt { effects.released.attempts.append(old) }
-    entry.shown = Loader.Shown(status: status, contentVersion: view.contentVersion, attempt: view.attempt)
-    let snapshot = snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion)
-    effects.released.snapshots.append(snapshot)
-    var event: Event?
-    if let attempt = view.attempt, attempt !== previous?.attempt {
-      if let value = snapshot.value, let version = snapshot.version {
-        event = .loadingWithPriorValue(entry.key, value, version)
-      } else {
-        event = .loading(entry.key)
-      }
-      entry.attemptMark = makeID()
-    } else if view.attempt == nil, let previous, previous.attempt != nil {
-      switch status {
-      case .loaded where view.contentVersion != previous.contentVersion:
-        event = .loaded(entry.key, snapshot.value!, snapshot.version!)
-        if entry.attemptMark > entry.refreshMark { entry.isStale = false }
-      case .failed where view.previousFinished && !(view.snapshot.error is CancellationError):
-        event = .failed(entry.key, view.snapshot.error ?? CancellationError())
-      default:
-        event = .cancelled(entry.key)
-      }
-    }
-    notifyClaims(entry, snapshot, &effects)
-    if let event { emit(event, &effects) }
-    if view.attempt == nil, entry.refreshPending, entry.claimCount > 0 {
-      entry.refreshPending = false
-      entry.isStale = true
-      addInterest(entry, starting: .refresh, &effects)
-    }
-  }
-
-  /// Restores the invariants after a change to `entry`'s claims or attempt:
-  /// - the claims hold interest only in the attempt that is running;
-  /// - an entry is on the idle list exactly when it has no claims and is not loading;
-  /// - the idle list holds at most `maximumIdleCount` entries, and the sweeper runs while it is
-  ///   not empty.
-  ///
-  /// May evict `entry` itself.
-  mutating func settle(_ entry: Entry, now: Duration, _ effects: inout Effects) {
-    if let held = entry.held, entry.shown?.attempt !== held {
-      entry.held = nil
-      effects.released.attempts.append(held)
-      if let timer = entry.graceTimer {
-        entry.graceTimer = nil
-        if let task = timer.task { effects.cancelTasks.append(task) }
-      }
-    }
-    let isIdle = entry.claimCount == 0 && entry.shown?.status != .loading && entry.graceTimer == nil
-    if isIdle && !entry.isIdleLinked {
-      linkIdle(entry, now: now)
-      evictBeyondCount(&effects)
-      if let timeout = idleTimeout, !sweeperRunning, let oldest = oldestIdle {
-        sweeperRunning = true
-        effects.startSweeper = oldest.idleSince + timeout
-      }
-    } else if !isIdle && entry.isIdleLinked {
-      unlinkIdle(entry)
-    }
-  }
-
-  // MARK: - Snapshots
-
-  /// The key's snapshot: the loadable's status, content and error, with the prior value from
-  /// the `existingValue` hook where there is no content yet, and the versions.
-  ///
-  /// The loadable's own snapshot is returned too: it holds copies of the content and error, which
-  /// the caller must release after the lock (the loadable may let go of its own meanwhile).
-  func snapshot(of entry: Entry) -> (Snapshot, LoadSnapshot<Value>) {
-    let view = entry.interestView(since: nil)
-    return (snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion), view.snapshot)
-  }
-
-  /// ``snapshot(of:)`` whose copies are released with `effects`.
-  func snapshot(of entry: Entry, _ effects: inout Effects) -> Snapshot {
-    let (snapshot, view) = snapshot(of: entry)
-    effects.released.contents.append(view)
-    return snapshot
-  }
-
-  private func snapshot(of entry: Entry, _ state: LoadSnapshot<Value>, contentVersion: UInt64) -> Snapshot {
-    let (version, prior) = entry.versions.withLock(owner: entry) { ($0.version(at: contentVersion), $0.prior) }
-    let value = state.content ?? prior?.value
-    let shownVersion = state.content != nil ? version ?? prior?.version : prior?.version
-    return Snapshot(
-      key: entry.key, status: state.status, value: value, version: value == nil ? nil : shownVersion,
-      error: state.status == .failed ? state.error ?? CancellationError() : nil)
-  }
-
-  func snapshot(for key: Key) -> (Snapshot, LoadSnapshot<Value>)? {
-    index[key].map { snapshot(of: $0) }
-  }
-
   // MARK: - Shutting down
 
   /// The loader is being deallocated (so no claim is left): cancels the timers, removes the
@@ -422,6 +300,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     handedOut.removeAll()
     idle = IdleList()
     idleEmpty = IdleList()
+    totalCost = 0
     for sink in eventSinks.values { enqueue(.finishEvents(sink), &effects) }
     eventSinks.removeAll()
     return effects

@@ -22,7 +22,8 @@ final class AttemptProbe: Sendable {
     _ loadable: AsyncLoadable<Content>, id: UInt64, intent: LoadIntent, parent: AttemptContext?
   ) -> AttemptProbe? {
     guard LoadInstrumentation.isActive else { return nil }
-    let instruments = LoadInstrumentation.instruments(own: loadable.ownInstrument)
+    let own = loadable.ownInstrument ?? (loadable as? any InheritsInstrument)?.inheritedInstrument
+    let instruments = LoadInstrumentation.instruments(own: own)
     guard !instruments.isEmpty else { return nil }
     let attempt = LoadAttempt(
       id: LoadAttempt.ID(rawValue: id), name: loadable.displayName, intent: LoadAttempt.Intent(intent),
@@ -71,6 +72,16 @@ extension LoadAttempt.Intent {
 extension LoadStateMachine {
   /// What an attempt's end report needs from the state, read under the lock before `finish`.
   func instrumentationFacts(for attempt: Attempt) -> (current: Bool, callers: Int) {
-    (self.attempt === attempt, attempt.waiters.count)
+    (self.attempt === attempt, attempt.joinedCount)
   }
+}
+
+/// A loadable that hears through its owner's instrument when it has none of its own: a
+/// ``ContentLoader`` key's loadable uses the loader's.
+protocol InheritsInstrument: AnyObject {
+  var inheritedInstrument: (any LoadInstrument)? { get }
+}
+
+extension ContentLoader.KeyedLoadable: InheritsInstrument {
+  var inheritedInstrument: (any LoadInstrument)? { loader?.instrument }
 }

@@ -34,29 +34,44 @@ final class ClaimProbe: Sendable {
   }
 }
 
-/// Reports what jobs do to the installed instruments: one atomic load when there are none.
+/// Reports what jobs do to the installed instruments. A job's state machine collects the events
+/// only while some instrument is installed (one atomic load each otherwise), and the job reports
+/// them after releasing its lock.
 enum JobProbe {
-  /// Reports `event` of the job `job` (its identity) named `name`.
-  static func report(_ event: @autoclosure () -> JobReport.Event, job: AnyObject, name: @autoclosure () -> String,
-    own: (any LoadInstrument)? = nil) {
-    guard LoadInstrumentation.isActive else { return }
+  /// Reports `events` of the job `job` (its identity) named `name`, in order.
+  static func report(
+    _ events: [JobReport.Event], job: AnyObject, name: @autoclosure () -> String, own: (any LoadInstrument)?
+  ) {
     let instruments = LoadInstrumentation.instruments(own: own)
     guard !instruments.isEmpty else { return }
-    let report = JobReport(job: name(), id: identity(of: job), event: event())
-    for instrument in instruments { instrument.jobReported(report) }
+    let name = name()
+    let id = identity(of: job)
+    for event in events {
+      let report = JobReport(job: name, id: id, event: event)
+      for instrument in instruments { instrument.jobReported(report) }
+    }
   }
 
-  /// Reports the progress when it crossed a tenth between `old` and `new`.
-  static func progress(from old: Double, to new: Double, job: AnyObject, name: @autoclosure () -> String,
-    own: (any LoadInstrument)? = nil) {
-    guard LoadInstrumentation.isActive else { return }
+  /// The highest tenth of progress (0.1 … 1.0) reached going from `old` to `new`, if one was.
+  static func tenthCrossed(from old: Double, to new: Double) -> Double? {
     let step = (new * 10).rounded(.down)
-    guard step > (old * 10).rounded(.down) else { return }
-    report(.progress(step / 10), job: job, name: name(), own: own)
+    return step > (old * 10).rounded(.down) ? step / 10 : nil
   }
 
   /// A number for the job, unique among the jobs alive (its address).
   static func identity(of job: AnyObject) -> UInt64 {
     UInt64(UInt(bitPattern: ObjectIdentifier(job).hashValue))
+  }
+}
+
+extension JobReport.Event {
+  /// The instrument's event for a job's status change or message; progress is reported by tenths
+  /// (``JobProbe/tenthCrossed(from:to:)``), and snapshots not at all.
+  init?(_ event: JobEvent) {
+    switch event {
+    case .status(let status): self = .status(status)
+    case .message(let message): self = .message(message)
+    case .progress, .snapshot: return nil
+    }
   }
 }

@@ -281,13 +281,15 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   }
 
   /// Performs what a transition asked for, outside the lock, in the order of effects every
-  /// LoadableKit engine follows: (1) cancel the task; (2) tell observation and the observers;
+  /// LoadableKit engine follows: (1) cancel the task; (2) tell observation, the observers and the
+  /// installed instruments;
   /// (3) resume the waiters (parked callers, settle waiters, output waiters), then launch a run;
   /// (4) release the values the state let go of: they go with `effects`, after this returns.
   func perform(_ effects: consuming Machine.Effects) {
     effects.cancelTask?.cancel()
     notifyObservation(of: effects.changes)
     if effects.drain { drainObservers() }
+    if !effects.reports.isEmpty { JobProbe.report(effects.reports, job: self, name: Work.kind, own: options.instrument) }
     for park in effects.resumeParked { park.resume() }
     for park in effects.cancelParked { park.resume(throwing: CancellationError()) }
     for waiter in effects.settled { waiter.resume() }

@@ -80,6 +80,13 @@ public struct JobOptions: Sendable {
   /// limit of zero keeps no message; a negative one counts as zero. The limit is saved in the job's
   /// JSON form, and a restored job keeps it.
   public var messageLimit: Int
+  /// An instrument told about the job's status changes, messages and tenths of progress, before
+  /// the process-wide one (see <doc:ObservingLoadables>); `nil`, the default, for none. Give it to
+  /// ``JobRegistry/register(_:options:)`` for the jobs a ``JobManager`` restores. Not saved in the
+  /// JSON form.
+  public var instrument: (any LoadInstrument)? {
+    didSet { if instrument != nil { LoadInstrumentation.noteObjectInstrument() } }
+  }
 
   /// Creates options.
   ///
@@ -89,14 +96,18 @@ public struct JobOptions: Sendable {
   ///   - transientWindow: How long transient errors may go on; 10 minutes by default.
   ///   - clock: The clock to wait on; a `ContinuousClock` by default.
   ///   - messageLimit: The most messages a job keeps; 1,000 by default.
+  ///   - instrument: An instrument for the job's reports; none by default.
   public init(
     isTransient: @escaping @Sendable (any Error) -> Bool = { _ in false },
     backoff: Backoff = .exponential(),
     transientWindow: Duration = .seconds(600),
     clock: any Clock<Duration> = ContinuousClock(),
-    messageLimit: Int = 1_000
+    messageLimit: Int = 1_000,
+    instrument: (any LoadInstrument)? = nil
   ) {
     self.messageLimit = messageLimit
+    self.instrument = instrument
+    if instrument != nil { LoadInstrumentation.noteObjectInstrument() }
     self.isTransient = isTransient
     self.backoff = backoff
     self.transientWindow = transientWindow

@@ -54,6 +54,9 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     /// User values the state replaced or dropped: destroyed with the effects, after the lock is
     /// released, because their `deinit` is user code that may read the job.
     var released = Released()
+    /// What to tell the installed instruments, outside the lock: status changes, messages and
+    /// tenths of progress (collected only while some instrument is installed).
+    var reports: [JobReport.Event] = []
   }
 
   /// What a transition let go of.
@@ -431,12 +434,16 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   private mutating func flushProgress(_ effects: inout Effects) {
     guard progress > publishedProgress else { return }
+    if LoadInstrumentation.isActive, let tenth = JobProbe.tenthCrossed(from: publishedProgress, to: progress) {
+      effects.reports.append(.progress(tenth))
+    }
     publishedProgress = progress
     emit(.progress(progress), &effects)
     effects.changes.insert(.progress)
   }
 
   private mutating func emit(_ event: JobEvent, _ effects: inout Effects) {
+    if LoadInstrumentation.isActive, let report = JobReport.Event(event) { effects.reports.append(report) }
     guard !observers.isEmpty else { return }
     for index in observers.indices { observers.values[index].pending.append(.event(event)) }
     if startDraining() { effects.drain = true }

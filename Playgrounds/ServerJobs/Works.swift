@@ -1,0 +1,142 @@
+import ExampleServices
+import Foundation
+import LoadableKit
+
+/// How this run was asked for: the folder of the run, and whether it resumes a saved one.
+struct Arguments {
+  var folder: URL
+  var resume = false
+
+  init(_ arguments: ArraySlice<String>) {
+    var remaining = arguments
+    var folder: URL?
+    while let option = remaining.popFirst() {
+      switch (option, remaining.popFirst()) {
+      case ("--output", let path?): folder = URL(fileURLWithPath: path, isDirectory: true)
+      case ("--resume", let path?):
+        folder = URL(fileURLWithPath: path, isDirectory: true)
+        resume = true
+      default:
+        print("usage: ServerJobs [--output <folder>] | --resume <folder>")
+        exit(2)
+      }
+    }
+    self.folder =
+      folder
+      ?? FileManager.default.temporaryDirectory.appendingPathComponent("ServerJobs-\(UUID().uuidString.prefix(8))")
+  }
+}
+
+let arguments = Arguments(CommandLine.arguments.dropFirst())
+
+/// The app's connection to the job service, shared as `URLSession.shared` would be. The service
+/// keeps its jobs in the run's folder, so the second run finds the first run's job; the second
+/// run comes back "an hour later": its service clock is an hour ahead.
+let jobService: JobService = {
+  do {
+    let later: TimeInterval = arguments.resume ? 3600 : 0
+    return try JobService(
+      directory: arguments.folder.appendingPathComponent("job-service"), now: { Date().addingTimeInterval(later) })
+  } catch {
+    print("ServerJobs: cannot open the job service in \(arguments.folder.path): \(error)")
+    exit(1)
+  }
+}()
+
+/// The Redlands services, for the job that runs on this device.
+let redlands = RedlandsServices()
+
+/// A job that runs on the server: generate an offline map of an area. The parameters of a `Job`;
+/// its checkpoint is the server's job id and what the client has seen of it.
+struct GenerateOfflineMap: JobWork {
+  static let kind = "org.loadablekit.playgrounds.generate-offline-map"
+  var area: String
+
+  func run(in context: JobContext<ServerJobCheckpoint>) async throws -> JobResult {
+    let runner = ServerJobRunner(
+      service: jobService,
+      pollSchedule: .exponential(initial: .milliseconds(100), maximum: .milliseconds(400)),
+      serverMessageSource: "job service")
+    return try await runner.run(submitting: JobRequest(task: "GenerateOfflineMap", parameters: ["area": area]), in: context)
+  }
+
+  /// A `503` from the job service is transient: the job runs the work again after 50 ms, 100 ms…
+  /// and the runner asks for the status at once, without submitting again. Options hold a closure
+  /// and are not saved: a restored job is given them again.
+  static let options = JobOptions(
+    isTransient: { ($0 as? ServiceError)?.code == 503 },
+    backoff: .exponential(initial: .milliseconds(50), maximum: .milliseconds(200)))
+}
+
+/// A job that runs on this device: fetch the basemap tiles of an area, one per unit, logging each
+/// in `writes.log` so the playground can check that none was fetched twice across the runs.
+struct FetchBasemapTiles: JobWork {
+  static let kind = "org.loadablekit.playgrounds.fetch-basemap-tiles"
+  var mapService: String
+  var extent: Extent
+  var levels: ClosedRange<Int>
+  var log: String
+
+  var tiles: [TileKey] { TileKey.covering(extent, levels: levels) }
+
+  func run(in context: JobContext<Int>) async throws -> Int {
+    let tiles = self.tiles
+    var done = context.checkpoint ?? 0
+    context.post(done == 0 ? "Fetching \(tiles.count) tiles" : "Continuing from tile \(done + 1) of \(tiles.count)")
+    while done < tiles.count {
+      try await context.pausePoint()
+      let image = try await redlands.gis.tile(mapService: mapService, tiles[done])
+      try appendLine("\(tiles[done]) \(image.count)", to: URL(fileURLWithPath: log))
+      done += 1
+      context.saveCheckpoint(done)
+      context.reportProgress(completed: done, total: tiles.count)
+    }
+    return tiles.count
+  }
+}
+
+/// Appends `line` to the file at `url`, creating it.
+func appendLine(_ line: String, to url: URL) throws {
+  if !FileManager.default.fileExists(atPath: url.path) {
+    _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+  }
+  let file = try FileHandle(forWritingTo: url)
+  defer { try? file.close() }
+  try file.seekToEnd()
+  try file.write(contentsOf: Data((line + "\n").utf8))
+}
+
+/// Waits until `job` has done `fraction` of its work, or finished.
+func waitUntil(_ job: some JobHandle, reaches fraction: Double) async {
+  for await event in job.events {
+    switch event {
+    case .snapshot(let snapshot) where snapshot.fractionCompleted >= fraction || snapshot.status.isFinished: return
+    case .progress(let done) where done >= fraction: return
+    case .status(let status) where status.isFinished: return
+    default: continue
+    }
+  }
+}
+
+/// Prints the job's messages as they are posted, from `from` on, prefixed with `label`.
+func printMessages(of job: some JobHandle, as label: String, from start: Int = 0) -> Task<Void, Never> {
+  let events = job.events
+  return Task {
+    var seen = 0
+    for await event in events {
+      switch event {
+      case .snapshot(let snapshot):
+        for message in snapshot.messages.dropFirst(start) { printMessage(message, label) }
+        seen = snapshot.messages.count
+      case .message(let message):
+        seen += 1
+        if seen > start { printMessage(message, label) }
+      case .status, .progress: continue
+      }
+    }
+  }
+}
+
+func printMessage(_ message: JobMessage, _ label: String) {
+  print("    [\(label)] \(message.source.map { "\($0): " } ?? "")\(message.text)")
+}

@@ -1,0 +1,402 @@
+import Foundation
+@testable import LoadableKit
+import LoadableKitTesting
+import Synchronization
+import Testing
+
+@Suite("Server-side jobs", .timeLimit(.minutes(1)))
+struct ServerJobRunnerTests {
+  let clock = TestClock()
+
+  /// A job of `RemoteWork` whose runner talks to a new fake server, polling on the test clock
+  /// with the schedule 1 s, 2 s, 4 s, 8 s, 8 s …
+  func makeJob(options: JobOptions? = nil) -> (job: Job<RemoteWork>, server: FakeJobServer) {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    return (Job(work, options: options ?? JobOptions(clock: clock)), server)
+  }
+
+  /// Waits until the job sleeps on the clock, checks that it sleeps until `seconds`, and moves
+  /// the clock there.
+  func expectSleep(until seconds: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
+    await clock.waitForSleepers(1)
+    let deadline = TestClock.Instant(offset: .seconds(seconds))
+    #expect(clock.pendingDeadlines == [deadline], sourceLocation: sourceLocation)
+    await clock.advance(to: deadline)
+  }
+
+  @Test func pollsWithDecreasingFrequencyAfterSavingTheServerJobID() async throws {
+    let (job, server) = makeJob()
+    job.start()
+    await clock.waitForSleepers(1)
+    #expect(job.checkpoint == ServerJobCheckpoint(serverJobID: "job-1"), "saved before the first poll")
+    #expect(server.log == ["submit area 51"])
+    server.update { $0.state = .executing }
+    // 1, 2, 4, 8 s, then capped at 8 s.
+    for (poll, second) in [1, 3, 7, 15, 23, 31].enumerated() {
+      server.update { $0.progress = Double(poll) / 10 }
+      await expectSleep(until: second)
+      await clock.waitForSleepers(1)
+      #expect(server.requests("status") == poll + 1)
+      #expect(job.fractionCompleted == Double(poll) / 10, "the server's progress is the job's")
+    }
+    server.update { $0.state = .succeeded }
+    await expectSleep(until: 39)
+    #expect(try await job.output == "result of job-1")
+    #expect(server.requests("submit") == 1)
+    #expect(server.requests("result") == 1)
+    #expect(server.log.last == "result job-1")
+    #expect(job.fractionCompleted == 1)
+  }
+
+  @Test func aJobManagerStoresTheServerJobIDBeforeTheFirstPoll() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    let store = ServerJobTestStore()
+    let manager = try JobManager(registry: registry, store: store, clock: clock)
+    let job = Job(work, options: JobOptions(clock: clock))
+    let id = try manager.add(job).id
+    job.start()
+    await clock.waitForSleepers(1)
+    #expect(server.log == ["submit area 51"])
+    let stored = try #require(store.records[id])
+    let restored = try Job<RemoteWork>.fromJSON(stored, options: JobOptions(clock: clock))
+    #expect(restored.serverJobID == "job-1", "stored before the first poll")
+    await job.cancel()
+  }
+
+  @Test func postsEachServerMessageOnceAcrossPolls() async throws {
+    let (job, server) = makeJob()
+    server.update {
+      $0.sendsAllMessages = true  // ignores messagesAfter: the runner must de-duplicate
+      $0.post("Packaging the basemap")
+      $0.post("Packaging 3 layers")
+    }
+    job.start()
+    await expectSleep(until: 1)
+    await clock.waitForSleepers(1)
+    server.update { $0.post("Layer 1 of 3 packaged", severity: .warning) }
+    await expectSleep(until: 3)
+    await clock.waitForSleepers(1)
+    await expectSleep(until: 7)  // nothing new
+    await clock.waitForSleepers(1)
+    server.update { $0.state = .succeeded }
+    await expectSleep(until: 15)
+    _ = try await job.output
+    #expect(job.serverMessages == ["Packaging the basemap", "Packaging 3 layers", "Layer 1 of 3 packaged"])
+    #expect(job.messages.first { $0.text == "Layer 1 of 3 packaged" }?.severity == .warning)
+    #expect(
+      server.log.filter { $0.hasPrefix("status") } == [
+        "status job-1 after 0", "status job-1 after 2", "status job-1 after 3", "status job-1 after 3",
+      ])
+    #expect(job.checkpoint?.messagesSeen == 3)
+  }
+
+  @Test func postsEachServerMessageOnceAcrossARestore() async throws {
+    let (job, server) = makeJob()
+    server.update {
+      $0.sendsAllMessages = true
+      $0.post("Packaging the basemap")
+      $0.post("Packaging 3 layers")
+    }
+    job.start()
+    await expectSleep(until: 1)
+    job.pause()
+    await expectSleep(until: 3)  // the wait in progress ends, then the work parks
+    await job.waitUntilParked()
+    let saved = try job.toJSON()
+
+    server.update { $0.post("Layer 1 of 3 packaged") }
+    let restored = try Job<RemoteWork>.fromJSON(saved, options: JobOptions(clock: clock))
+    #expect(restored.serverMessages == ["Packaging the basemap", "Packaging 3 layers"])
+    #expect(restored.checkpoint?.messagesSeen == 2)
+    restored.start()
+    await clock.waitForSleepers(1)  // polled at once, and waits for the next poll
+    #expect(server.log.last == "status job-1 after 2")
+    server.update { $0.state = .succeeded }
+    await expectSleep(until: 4)
+    #expect(try await restored.output == "result of job-1")
+    #expect(restored.serverMessages == ["Packaging the basemap", "Packaging 3 layers", "Layer 1 of 3 packaged"])
+    #expect(server.requests("submit") == 1)
+    await job.cancel()
+  }
+
+  @Test func cancelAsksTheServerAndWaitsForItsAnswer() async throws {
+    let (job, server) = makeJob()
+    let gate = JobLatch()
+    server.update { $0.cancelGate = gate }
+    job.start()
+    await expectSleep(until: 1)
+    await clock.waitForSleepers(1)
+    let returned = Mutex(false)
+    let canceller = Task {
+      let cancelled = await job.cancel()
+      returned.withLock { $0 = true }
+      server.cancelArrived.open()  // so that the test does not hang when the server was not asked
+      return cancelled
+    }
+    await server.cancelArrived.wait()
+    #expect(server.requests("cancel") == 1)
+    #expect(job.status == .canceling, "the job waits for the server's answer")
+    #expect(returned.withLock { $0 } == false)
+    #expect(job.messages.last?.text == "Asking the server to cancel job job-1")
+    gate.open()
+    #expect(await canceller.value)
+    #expect(job.status == .failed)
+    #expect(job.error is CancellationError)
+    #expect(server.log == ["submit area 51", "status job-1 after 0", "cancel job-1"])
+    #expect(job.serverMessages.last == "Cancelled at the client's request")
+    #expect(job.checkpoint?.lastState == .cancelled)
+    #expect(job.checkpoint?.cancelError == nil)
+  }
+
+  @Test func aServerThatCannotCancelGivesATypedError() async throws {
+    let (job, server) = makeJob()
+    server.update { $0.cancellable = false }
+    job.start()
+    await clock.waitForSleepers(1)
+    await job.cancel()
+    #expect(job.status == .failed)
+    #expect(job.error is CancellationError, "a cancelled job fails with CancellationError")
+    let refusal = try #require(job.checkpoint?.cancelError)
+    #expect(refusal == .cancelNotSupported)
+    let last = try #require(job.messages.last)
+    #expect(last.severity == .error)
+    #expect(last.text.contains("ServerJobError.cancelNotSupported"))
+    #expect(server.requests("cancel") == 1)
+  }
+
+  @Test func cancelDuringTheSubmissionCancelsTheSubmittedJob() async throws {
+    let (job, server) = makeJob()
+    let gate = JobLatch()
+    server.update { $0.submitGate = gate }
+    job.start()
+    await server.submitArrived.wait()
+    let canceller = Task { await job.cancel() }
+    await job.waitFor(.canceling)
+    gate.open()
+    _ = await canceller.value
+    #expect(job.status == .failed)
+    #expect(job.serverJobID == "job-1", "the id of the job the server accepted is saved")
+    #expect(server.log == ["submit area 51", "cancel job-1"])
+  }
+
+  @Test(arguments: [false, true])
+  func aJobPausedWhileTheServerFinishesFetchesTheResultWithoutResubmitting(restored: Bool) async throws {
+    let (job, server) = makeJob()
+    job.start()
+    server.update { $0.state = .executing }
+    await expectSleep(until: 1)
+    await clock.waitForSleepers(1)
+    job.pause()
+    await expectSleep(until: 3)
+    await job.waitUntilParked()
+    #expect(server.requests("status") == 1, "a paused job does not poll")
+
+    server.update { $0.state = .succeeded }
+    await clock.advance(by: .seconds(3600))
+    #expect(server.requests("status") == 1)
+
+    var resumed = job
+    if restored { resumed = try Job<RemoteWork>.fromJSON(job.toJSON(), options: JobOptions(clock: clock)) }
+    #expect(resumed.start())
+    #expect(try await resumed.output == "result of job-1", "polled at once, without waiting on the clock")
+    #expect(server.log == ["submit area 51", "status job-1 after 0", "status job-1 after 0", "result job-1"])
+    if restored { await job.cancel() }
+  }
+
+  @Test func anOutageLongerThanTheWindowFailsWithConnectionLost() async throws {
+    let options = JobOptions(
+      isTransient: { $0 is FakeOutage }, backoff: .constant(.seconds(2)), transientWindow: .seconds(10), clock: clock)
+    let (job, server) = makeJob(options: options)
+    job.start()
+    server.update { $0.state = .executing }
+    await expectSleep(until: 1)
+    await clock.waitForSleepers(1)
+    server.update { $0.isDown = true }
+    // The poll at 3 s fails and opens the window; each retry polls at once (5, 7, 9, 11 s) and
+    // fails again; the error at 13 s, 10 s into the window, gives up.
+    for second in [3, 5, 7, 9, 11, 13] { await expectSleep(until: second) }
+    await #expect(throws: JobError.connectionLost) { try await job.output }
+    #expect(server.requests("status") == 7)
+    #expect(server.requests("submit") == 1, "a retry never submits again")
+    #expect(clock.sleeperCount == 0)
+  }
+
+  @Test func anOutageInsideTheWindowIsRiddenOut() async throws {
+    let options = JobOptions(
+      isTransient: { $0 is FakeOutage }, backoff: .constant(.seconds(2)), transientWindow: .seconds(10), clock: clock)
+    let (job, server) = makeJob(options: options)
+    job.start()
+    await expectSleep(until: 1)
+    await clock.waitForSleepers(1)
+    server.update { $0.isDown = true }
+    await expectSleep(until: 3)  // the poll fails; the job retries after 2 s
+    await clock.waitForSleepers(1)
+    server.update {
+      $0.isDown = false
+      $0.state = .succeeded
+    }
+    await expectSleep(until: 5)  // the retry polls at once
+    #expect(try await job.output == "result of job-1")
+    #expect(server.requests("submit") == 1)
+    #expect(server.requests("status") == 3)
+    #expect(job.messages.contains { $0.source == Job<RemoteWork>.messageSource && $0.severity == .warning })
+  }
+
+  @Test func aServerJobThatFailedFailsTheJob() async throws {
+    let (job, server) = makeJob()
+    server.update {
+      $0.post("Cannot package layer 2: too many features", severity: .error)
+      $0.state = .failed
+    }
+    job.start()
+    await expectSleep(until: 1)
+    let error = try #require(await #expect(throws: ServerJobError.self) { try await job.output })
+    #expect(error == .serverJobFailed)
+    #expect(error.message.contains("too many features"))
+    #expect(server.requests("result") == 0)
+  }
+
+  @Test func absorbingAStatusTakesEachSequenceNumberOnce() {
+    var checkpoint = ServerJobCheckpoint(serverJobID: "j", messagesSeen: 2)
+    let status = ServerJobStatus(
+      state: .executing,
+      messages: [3, 1, 4, 3, 2].map { ServerJobMessage(sequence: $0, text: "m\($0)") })
+    let (fresh, changed) = checkpoint.absorb(status)
+    #expect(fresh.map(\.sequence) == [3, 4])
+    #expect(changed)
+    #expect(checkpoint.messagesSeen == 4)
+    #expect(checkpoint.lastState == .executing)
+    #expect(checkpoint.absorb(status) == ([], false))
+  }
+}
+
+// MARK: - Support
+
+/// Work that runs on a `FakeJobServer`, found by the work's id.
+struct RemoteWork: JobWork {
+  static let kind = "test.remote"
+  var id: String
+  var request: String
+
+  func run(in context: JobContext<ServerJobCheckpoint>) async throws -> String {
+    let (server, clock) = FakeJobServers[id]
+    let runner = ServerJobRunner(
+      service: server, pollSchedule: .exponential(initial: .seconds(1), maximum: .seconds(8)), clock: clock)
+    return try await runner.run(submitting: request, in: context)
+  }
+}
+
+extension Job where Work.Checkpoint == ServerJobCheckpoint {
+  /// The texts of the server's messages the job posted.
+  var serverMessages: [String] { messages.filter { $0.source == "server" }.map(\.text) }
+}
+
+/// The fake servers of the running tests, by work id.
+enum FakeJobServers {
+  private static let entries = Mutex<[String: (FakeJobServer, TestClock)]>([:])
+  private static let owner = JobSentinel()
+
+  static func set(_ id: String, server: FakeJobServer, clock: TestClock) {
+    entries.withLock(owner: owner) { $0[id] = (server, clock) }
+  }
+
+  static subscript(id: String) -> (FakeJobServer, TestClock) {
+    entries.withLock(owner: owner) { $0[id]! }
+  }
+}
+
+struct FakeOutage: Error {}
+
+/// A job store in memory.
+final class ServerJobTestStore: JobStore {
+  private let state = Mutex<[String: Data]>([:])
+
+  var records: [String: Data] { state.withLock(owner: self) { $0 } }
+
+  func loadAll() throws -> [JobStoreRecord] {
+    records.map { JobStoreRecord(id: $0.key, data: .success($0.value)) }
+  }
+
+  func save(_ data: Data, id: String) throws { state.withLock(owner: self) { $0[id] = data } }
+  func remove(id: String) throws { state.withLock(owner: self) { _ = $0.removeValue(forKey: id) } }
+  func setAside(id: String) throws {}
+}
+
+/// A server with one job, `job-1`, whose state the test sets; it logs every request.
+final class FakeJobServer: ServerJobService, Sendable {
+  struct State: Sendable {
+    var state: ServerJobStatus.State = .submitted
+    var messages: [ServerJobMessage] = []
+    var progress: Double?
+    var sendsAllMessages = false
+    var isDown = false
+    var cancellable = true
+    var submitGate: JobLatch?
+    var cancelGate: JobLatch?
+    var log: [String] = []
+
+    mutating func post(_ text: String, severity: JobMessage.Severity = .info) {
+      messages.append(ServerJobMessage(sequence: messages.count + 1, text: text, severity: severity))
+    }
+
+    var status: ServerJobStatus { ServerJobStatus(state: state, messages: messages, progress: progress) }
+  }
+
+  private let state = Mutex(State())
+  let submitArrived = JobLatch()
+  let cancelArrived = JobLatch()
+
+  func update(_ body: (inout State) -> Void) {
+    state.withLock(owner: self) { body(&$0) }
+  }
+
+  var log: [String] { state.withLock(owner: self) { $0.log } }
+
+  func requests(_ verb: String) -> Int { log.filter { $0.hasPrefix(verb + " ") }.count }
+
+  private func record(_ line: String) -> State {
+    state.withLock(owner: self) { state in
+      state.log.append(line)
+      return state
+    }
+  }
+
+  func submit(_ request: String) async throws -> String {
+    let gate = record("submit \(request)").submitGate
+    submitArrived.open()
+    await gate?.wait()
+    return "job-1"
+  }
+
+  func status(ofJob id: String, messagesAfter sequence: Int) async throws -> ServerJobStatus {
+    let current = record("status \(id) after \(sequence)")
+    if current.isDown { throw FakeOutage() }
+    var status = current.status
+    if !current.sendsAllMessages { status.messages.removeAll { $0.sequence <= sequence } }
+    return status
+  }
+
+  func cancel(job id: String) async throws -> ServerJobStatus {
+    let gate = record("cancel \(id)").cancelGate
+    cancelArrived.open()
+    await gate?.wait()
+    return try state.withLock(owner: self) { state in
+      guard state.cancellable else { throw ServerJobError.cancelNotSupported }
+      state.state = .cancelled
+      state.post("Cancelled at the client's request")
+      return ServerJobStatus(state: .cancelled, messages: [state.messages.last!])
+    }
+  }
+
+  func result(ofJob id: String) async throws -> String {
+    let current = record("result \(id)")
+    if current.isDown { throw FakeOutage() }
+    return "result of \(id)"
+  }
+}
