@@ -72,7 +72,13 @@ struct EngineSeamTests {
       }
       return value * 10
     }
-    let loading = Task { try await view.load() }
+    // The view's attempt blocks a thread in its transform: it runs on a queue of its own, so it
+    // never takes a thread from the cooperative pool, which the source's refresh (and every other
+    // test running meanwhile) needs.
+    let executor = QueueExecutor()
+    let loading = Task(executorPreference: executor) {
+      try await TaskLaunch.$executor.withValue(executor) { try await view.load() }
+    }
     await control.waitForStart(1)
     control.resolve(1)
     await inTransform.waitForStart()
@@ -177,5 +183,16 @@ struct EngineSeamTests {
       #expect(end.content == depth)
       end = AsyncLoadable(content: 0)  // releases the whole chain
     }.value
+  }
+}
+
+/// A task executor on a serial dispatch queue: work that blocks a thread on it leaves the
+/// cooperative pool alone.
+final class QueueExecutor: TaskExecutor, @unchecked Sendable {
+  private let queue = DispatchQueue(label: "org.loadablekit.tests.queue-executor")
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
   }
 }
