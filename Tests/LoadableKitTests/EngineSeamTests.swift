@@ -17,23 +17,24 @@ struct EngineSeamTests {
   @Test func aTaskStartedInsideAnAttemptIsNotPartOfIt() async throws {
     let gate = ControlledLoad<Void>()
     let holder = Mutex<AsyncLoadable<Int>?>(nil)
+    let holderOwner = LockOwner()
     let b = AsyncLoadable<Int> {
       try await gate.operation()
-      let a = holder.withLock { $0! }
+      let a = holder.withLock(owner: holderOwner) { $0! }
       return try await a.fetch() + 10
     }
     let a = AsyncLoadable<Int> {
       Task { try? await b.load() }
       return 1
     }
-    holder.withLock { $0 = a }
+    holder.withLock(owner: holderOwner) { $0 = a }
     try await a.load()
     await gate.waitForStart()  // the user's task is waiting for `b`
     gate.resolve(())
     try await b.load()
     #expect(b.content == 11)
     #expect(b.loadStatus == .loaded)
-    holder.withLock { $0 = nil }
+    holder.withLock(owner: holderOwner) { $0 = nil }
   }
 
   /// Structured work of the attempt itself still counts: a plain `load()` from `performLoad()` on
