@@ -42,17 +42,4 @@ struct ContentLoaderTaskPriorityTests {
     await eventually { claim.snapshot.status == LoadStatus.loaded }
     claim.end()
   }
-
-  @Test func aVisibleClaimFromABackgroundCallerLoadsAtVisiblePriority() async throws {
-    let control = ControlledLoad<Int>()
-    let observed = Recorder<(key: Int, priority: TaskPriority)>()
-    let loader = observing(control, into: observed)
-    let claim = await Task(priority: .background) { loader.begin(3) }.value
-    await control.waitForStart()
-    let priority = try #require(observed.values.first(where: { $0.key == 3 })?.priority)
-    #expect(priority >= ClaimPriority.visible.taskPriority)
-    control.resolve(3)
-    await eventually { claim.snapshot.status == LoadStatus.loaded }
-    claim.end()
-  }
 }

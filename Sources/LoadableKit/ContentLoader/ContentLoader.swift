@@ -374,12 +374,12 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     if effects.drain { drain() }
   }
 
-  /// The priority of the task of an attempt started for claims: its claims' priority, not the
-  /// priority of whoever began the claim — a prefetch from the main thread loads at the prefetch
-  /// priority. A visible load keeps a caller's priority that is higher still.
-  func launchPriority(of entry: KeyedLoadable) -> TaskPriority {
+  /// The priority of the task of an attempt started for claims below ``ClaimPriority/visible``:
+  /// its claims' priority, not the priority of whoever began the claim — a prefetch from the main
+  /// thread loads at the prefetch priority. `nil` (the caller's priority) for a visible load.
+  func launchPriority(of entry: KeyedLoadable) -> TaskPriority? {
     let priority = withState { _ in entry.loadPriority }
-    return priority == .visible ? max(priority.taskPriority, Task.currentPriority) : priority.taskPriority
+    return priority == .visible ? nil : priority.taskPriority
   }
 
   /// Delivers queued notifications until the queue is empty. Only one caller delivers at a time
