@@ -8,6 +8,8 @@ let package = Package(
   products: [
     .library(name: "LoadableKit", targets: ["LoadableKit"]),
     .library(name: "LoadableKitTesting", targets: ["LoadableKitTesting"]),
+    // The playgrounds' simulated services, for the HTTP server in Server/ that serves them.
+    .library(name: "ExampleServices", targets: ["ExampleServices"]),
   ],
   targets: [
     .target(name: "LoadableKit"),

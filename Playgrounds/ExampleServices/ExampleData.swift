@@ -40,11 +40,34 @@ public final class RedlandsServices: Sendable {
   public let geocoder: GeocodeServer
 
   /// Creates the services with `latency` on every request.
-  public init(latency: Duration = RedlandsServices.defaultLatency) {
-    portal = PortalService(server: SimulatedServer(name: "portal", latency: latency))
-    gis = GISServer(server: SimulatedServer(name: "GIS server", latency: latency))
-    geocoder = GeocodeServer(server: SimulatedServer(name: "geocode server", latency: latency))
+  ///
+  /// With `server`, the URL of an `example-server` (the `Server/` package), every request goes
+  /// over HTTP through `URLSession`, with the same latency and outages; without it, the services
+  /// answer in-process.
+  public init(latency: Duration = RedlandsServices.defaultLatency, server: URL? = nil) {
+    let client = server.map { HTTPClient(baseURL: $0) }
+    portal = PortalService(server: SimulatedServer(name: "portal", latency: latency, remote: client, prefix: "/portal"))
+    gis = GISServer(server: SimulatedServer(name: "GIS server", latency: latency, remote: client, prefix: "/gis/"))
+    geocoder = GeocodeServer(
+      server: SimulatedServer(name: "geocode server", latency: latency, remote: client, prefix: "/geocode"))
   }
+
+  /// The URL after `--server` on the command line, or `nil` without one: `swift run MapViewer
+  /// --server http://127.0.0.1:8080` runs a playground against the `example-server`.
+  ///
+  /// When there is one, it says so on standard error, so the standard output stays the same
+  /// both ways.
+  public static let commandLineServer: URL? = {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: "--server") else { return nil }
+    guard index + 1 < arguments.count, let url = URL(string: arguments[index + 1]), url.scheme?.hasPrefix("http") == true
+    else {
+      FileHandle.standardError.write(Data("--server takes a URL such as http://127.0.0.1:8080\n".utf8))
+      exit(64)
+    }
+    FileHandle.standardError.write(Data("(services over HTTP from \(url))\n".utf8))
+    return url
+  }()
 
   /// 2 ms, or the number of milliseconds in the `LATENCY_MS` environment variable
   /// (`LATENCY_MS=300 swift run MapViewer` to watch things load slowly).

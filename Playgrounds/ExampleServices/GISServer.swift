@@ -107,7 +107,7 @@ public final class GISServer: Sendable {
   /// `GET <map service url>`
   public func mapService(url: String) async throws -> MapServiceInfo {
     let path = relative(url)
-    return try await server.respond(to: path) {
+    return try await server.respondJSON(to: path) {
       guard let info = document.mapServices[path] else { throw ServiceError.notFound(path) }
       return info
     }
@@ -116,7 +116,7 @@ public final class GISServer: Sendable {
   /// `GET <feature service url>/<layer id>`
   public func featureLayer(url: String, layerID: Int) async throws -> FeatureLayerInfo {
     let path = "\(relative(url))/\(layerID)"
-    return try await server.respond(to: path) {
+    return try await server.respondJSON(to: path) {
       guard let info = document.featureLayers[path] else { throw ServiceError.notFound(path) }
       return info
     }
@@ -129,7 +129,7 @@ public final class GISServer: Sendable {
   public func tile(mapService url: String, _ key: TileKey) async throws -> Data {
     let service = relative(url)
     let path = "\(service)/tile/\(key)"
-    return try await server.respond(to: path) {
+    return try await server.respondData(to: path) {
       let size = key.level < Int.bitWidth - 2 ? 1 << key.level : 0
       guard let info = document.mapServices[service], (0..<info.levelsOfDetail).contains(key.level),
         (0..<size).contains(key.row), (0..<size).contains(key.column)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a locator says about itself: the service metadata of a geocode server, or the header of
 /// a locator file.
 public struct LocatorInfo: Codable, Sendable, Hashable {
@@ -39,7 +41,7 @@ public struct AddressCandidate: Codable, Sendable, Hashable {
 }
 
 /// A candidate with its score (0–100).
-public struct ScoredCandidate: Sendable, Hashable {
+public struct ScoredCandidate: Codable, Sendable, Hashable {
   public var candidate: AddressCandidate
   public var score: Int
 }
@@ -111,14 +113,19 @@ public final class GeocodeServer: Sendable {
 
   /// `GET …/GeocodeServer?f=json`: the service metadata.
   public func serviceInfo() async throws -> LocatorInfo {
-    try await server.respond(to: "/GeocodeServer") { document.serviceInfo }
+    try await server.respondJSON(to: "/GeocodeServer") { document.serviceInfo }
   }
 
   /// `GET …/GeocodeServer/findAddressCandidates`
   public func findAddressCandidates(
     _ text: String, maxResults: Int, minScore: Int, countryCode: String?
   ) async throws -> [ScoredCandidate] {
-    try await server.respond(to: "/GeocodeServer/findAddressCandidates") {
+    var query = [
+      URLQueryItem(name: "text", value: text), URLQueryItem(name: "maxResults", value: "\(maxResults)"),
+      URLQueryItem(name: "minScore", value: "\(minScore)"),
+    ]
+    if let countryCode { query.append(URLQueryItem(name: "countryCode", value: countryCode)) }
+    return try await server.respondJSON(to: "/GeocodeServer/findAddressCandidates", query: query) {
       AddressMatcher.match(
         text, in: document.candidates, maxResults: maxResults, minScore: minScore, countryCode: countryCode)
     }
@@ -126,7 +133,10 @@ public final class GeocodeServer: Sendable {
 
   /// `GET …/GeocodeServer/reverseGeocode`
   public func reverseGeocode(_ point: Point) async throws -> AddressCandidate? {
-    try await server.respond(to: "/GeocodeServer/reverseGeocode") {
+    try await server.respondJSON(
+      to: "/GeocodeServer/reverseGeocode",
+      query: [URLQueryItem(name: "x", value: "\(point.x)"), URLQueryItem(name: "y", value: "\(point.y)")]
+    ) {
       AddressMatcher.nearestAddress(to: point, in: document.candidates)
     }
   }

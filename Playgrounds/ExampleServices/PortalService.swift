@@ -79,13 +79,13 @@ public final class PortalService: Sendable {
 
   /// `GET /sharing/rest/portals/self`
   public func portalInfo() async throws -> PortalInfo {
-    try await server.respond(to: "/sharing/rest/portals/self") { document.portal }
+    try await server.respondJSON(to: "/sharing/rest/portals/self") { document.portal }
   }
 
   /// `GET /sharing/rest/content/items/<id>`
   public func item(id: String) async throws -> PortalItemInfo {
     let path = "/sharing/rest/content/items/\(id)"
-    return try await server.respond(to: path) {
+    return try await server.respondJSON(to: path) {
       guard var item = document.items.first(where: { $0.id == id }) else { throw ServiceError.notFound(path) }
       item.numViews = views.withLock { views in
         views[id, default: 0] += 1
@@ -98,7 +98,7 @@ public final class PortalService: Sendable {
   /// `GET /sharing/rest/content/items/<id>/data` for a web map item.
   public func webMap(itemID id: String) async throws -> WebMapDefinition {
     let path = "/sharing/rest/content/items/\(id)/data"
-    return try await server.respond(to: path) {
+    return try await server.respondJSON(to: path) {
       guard let data = document.itemData[id] else { throw ServiceError.notFound(path) }
       return data
     }

@@ -1,16 +1,22 @@
+import Foundation
+import LoadableKit
+
 /// An HTTP-style failure from a simulated server.
-public struct ServiceError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ServiceError: RetryAfterError, Hashable, Sendable, CustomStringConvertible {
   /// The HTTP status code.
   public var code: Int
   /// The HTTP reason phrase.
   public var reason: String
   /// The path that was asked for.
   public var path: String
+  /// How long the server asked to wait before trying again (its `Retry-After` header), if it did.
+  public var retryAfter: Duration?
 
-  public init(code: Int, reason: String, path: String) {
+  public init(code: Int, reason: String, path: String, retryAfter: Duration? = nil) {
     self.code = code
     self.reason = reason
     self.path = path
+    self.retryAfter = retryAfter
   }
 
   public static func unavailable(_ path: String) -> ServiceError {
@@ -54,11 +60,22 @@ public final class SimulatedServer: Sendable {
   /// The server's name, for messages.
   public let name: String
   private let state: Locked<State>
+  /// The HTTP server that answers instead, and the path prefix of this service on it; `nil`
+  /// to answer in-process.
+  private let remote: (client: HTTPClient, prefix: String)?
 
-  public init(name: String, latency: Duration) {
+  /// Creates a simulated server. With `remote`, requests go over HTTP to the `example-server`
+  /// of the `Server/` package, under `prefix`: the latency, outages and slow paths set here are
+  /// sent with each request (headers `X-Latency-Ms` and `X-Status`), so the real server waits
+  /// and fails as this one would, and the request log here stays the same.
+  public init(name: String, latency: Duration, remote: HTTPClient? = nil, prefix: String = "") {
     self.name = name
     state = Locked(State(latency: latency))
+    self.remote = remote.map { ($0, prefix) }
   }
+
+  /// Whether requests go over HTTP.
+  public var isRemote: Bool { remote != nil }
 
   /// How long every request takes.
   public var latency: Duration {
@@ -97,14 +114,44 @@ public final class SimulatedServer: Sendable {
   /// one scheduled with ``scheduleOutage(after:failing:)``), and otherwise returns what `answer`
   /// returns (or throws).
   public func respond<T: Sendable>(to path: String, _ answer: () throws -> T) async throws -> T {
-    let (latency, extra, inScheduledOutage) = state.withLock { state in
+    let (delay, fails) = arrive(path)
+    try await Task.sleep(for: delay)
+    if isDown || fails { throw ServiceError.unavailable(path) }
+    return try answer()
+  }
+
+  /// Like ``respond(to:_:)``, for a JSON answer: over HTTP when the server is remote.
+  public func respondJSON<T: Codable & Sendable>(
+    to path: String, query: [URLQueryItem] = [], _ answer: () throws -> T
+  ) async throws -> T {
+    guard let remote else { return try await respond(to: path, answer) }
+    return try await remote.client.get(
+      T.self, remote.prefix + path, query: query, headers: staging(for: path))
+  }
+
+  /// Like ``respond(to:_:)``, for an answer of bytes: over HTTP when the server is remote.
+  public func respondData(to path: String, _ answer: () throws -> Data) async throws -> Data {
+    guard let remote else { return try await respond(to: path, answer) }
+    return try await remote.client.get(remote.prefix + path, headers: staging(for: path))
+  }
+
+  /// Logs a request for `path`: how long it takes, and whether it falls in an outage.
+  private func arrive(_ path: String) -> (delay: Duration, fails: Bool) {
+    state.withLock { state in
       state.log.append(path)
       let extra = state.slowPaths.first { path.contains($0.key) }?.value ?? .zero
-      return (state.latency, extra, state.takeScheduledOutage())
+      let inScheduledOutage = state.takeScheduledOutage()
+      return (state.latency + extra, state.isDown || inScheduledOutage)
     }
-    try await Task.sleep(for: latency + extra)
-    if isDown || inScheduledOutage { throw ServiceError.unavailable(path) }
-    return try answer()
+  }
+
+  /// The headers that tell the real server to answer as this one would.
+  private func staging(for path: String) -> [String: String] {
+    let (delay, fails) = arrive(path)
+    let (seconds, attoseconds) = delay.components
+    var headers = ["X-Latency-Ms": "\(seconds * 1000 + attoseconds / 1_000_000_000_000_000)"]
+    if fails { headers["X-Status"] = "503" }
+    return headers
   }
 }
 

@@ -9,7 +9,7 @@
 import ExampleServices
 import LoadableKit
 
-let services = RedlandsServices()
+let services = RedlandsServices(server: RedlandsServices.commandLineServer)
 let online = LocatorTask(service: services.geocoder).named("online task")
 let offline = LocatorTask(file: ExampleData.url("Redlands.locator.json")).named("offline task")
 let trace = StatusTrace()

@@ -15,7 +15,7 @@
 import ExampleServices
 import LoadableKit
 
-let services = RedlandsServices()
+let services = RedlandsServices(server: RedlandsServices.commandLineServer)
 print("MapViewer: a map of Redlands from the City of Redlands portal")
 print("(simulated services, \(formatDuration(RedlandsServices.defaultLatency)) per request)")
 

@@ -5,7 +5,7 @@ import LoadableKit
 /// The app's connection to the City of Redlands services, shared as `URLSession.shared` would
 /// be. A job's parameters name the service by URL and are saved with the job; the connection is
 /// not, so a job restored in another process finds it here.
-let redlands = RedlandsServices()
+let redlands = RedlandsServices(server: RedlandsServices.commandLineServer)
 
 /// Takes an area offline: downloads the tiles of a map service that cover it, level by level,
 /// into a folder. The parameters of a ``Job``, saved in its JSON form.

@@ -162,8 +162,9 @@ struct Arguments {
       switch (option, remaining.popFirst()) {
       case ("--output", let path?): output = URL(fileURLWithPath: path, isDirectory: true)
       case ("--resume", let path?): resume = URL(fileURLWithPath: path)
+      case ("--server", _?): break  // read by RedlandsServices.commandLineServer (DownloadMapArea.swift)
       default:
-        print("usage: OfflineMapJob [--output <folder>] | --resume <job.json>")
+        print("usage: OfflineMapJob [--output <folder>] | --resume <job.json> [--server <url>]")
         exit(2)
       }
     }

@@ -11,7 +11,7 @@ import ExampleServices
 import LoadableKit
 import Observation
 
-let services = RedlandsServices()
+let services = RedlandsServices(server: RedlandsServices.commandLineServer)
 let catalog = Catalog(services: services)
 let trace = StatusTrace()
 print("Pipelines: MapViewer's chains as map / asyncMap / flatMap / joined / zip")

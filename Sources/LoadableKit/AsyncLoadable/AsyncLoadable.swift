@@ -441,6 +441,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       return (state.extras?.dependencies ?? [], state.extras?.settings?.options)
     }
     guard let start else { return .failure(CancellationError()) }
+    defer { context.hasEnded.store(true, ordering: .releasing) }
     return await AttemptContext.run(context) {
       do {
         try await loadDeclaredDependencies(start.dependencies, in: context)

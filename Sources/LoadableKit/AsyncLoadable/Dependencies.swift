@@ -123,7 +123,8 @@ final class AttemptContext: Sendable {
 
   /// The attempt running on this very task, if any.
   static var current: AttemptContext? {
-    guard let context = bound, context.task == currentTaskIdentity() else { return nil }
+    guard let context = bound, !context.hasEnded.load(ordering: .acquiring), context.task == currentTaskIdentity()
+    else { return nil }
     return context
   }
 
@@ -153,6 +154,9 @@ final class AttemptContext: Sendable {
   let probe: AttemptProbe?
   /// The task the attempt runs on.
   private let task: UInt
+  /// Set when the attempt's work returned: a task that inherited the context, even one that
+  /// happens to reuse the attempt's task's address later, is not part of it.
+  let hasEnded = Atomic<Bool>(false)
 
   private struct State {
     /// Dependencies that already received this attempt's intent.

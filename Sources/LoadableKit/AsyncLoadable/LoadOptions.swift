@@ -38,9 +38,8 @@ public struct LoadOptions: Sendable {
       } catch {
         failures += 1
         guard let retryPolicy, failures < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error),
-          !Task.isCancelled
+          !Task.isCancelled, let delay = retryPolicy.delay(beforeRetry: failures, after: error)
         else { throw error }
-        let delay = retryPolicy.delay(beforeRetry: failures)
         AttemptContext.current?.probe?.retrying(number: failures, error: error, delay: delay)
         try await clock.sleep(for: delay)
       }
@@ -93,6 +92,13 @@ public struct RetryPolicy: Sendable {
   public var shouldRetry: @Sendable (any Error) -> Bool
   /// A source of random numbers in `0..<1` for the jitter; replace it for reproducible delays.
   public var random: @Sendable () -> Double
+  /// Whether an error that asks for a delay (a ``RetryAfterError``, such as an HTTP `503` with
+  /// `Retry-After`) sets the delay before its retry. On by default.
+  ///
+  /// The retry then waits for the longer of the delay asked for and the backoff's. A delay longer
+  /// than ``maxDelay`` ends the retries: the error is thrown at once rather than retried sooner
+  /// than the server asked.
+  public var honorsRetryAfter: Bool
 
   /// Creates a policy.
   public init(
@@ -102,7 +108,8 @@ public struct RetryPolicy: Sendable {
     maxDelay: Duration = .seconds(30),
     jitter: Double = 0.2,
     shouldRetry: @escaping @Sendable (any Error) -> Bool = { !($0 is CancellationError) },
-    random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+    honorsRetryAfter: Bool = true
   ) {
     self.maxAttempts = max(1, maxAttempts)
     self.initialDelay = initialDelay
@@ -111,6 +118,7 @@ public struct RetryPolicy: Sendable {
     self.jitter = min(max(jitter, 0), 1)
     self.shouldRetry = shouldRetry
     self.random = random
+    self.honorsRetryAfter = honorsRetryAfter
   }
 
   /// The delay before retry `retry` (1 for the first).
@@ -119,6 +127,40 @@ public struct RetryPolicy: Sendable {
       .delay(forAttempt: retry)
     return jitter == 0 ? delay : delay * (1 - jitter * random())
   }
+
+  /// The delay before retry `retry` (1 for the first) after `error`, or `nil` when the policy
+  /// does not wait that long.
+  ///
+  /// When ``honorsRetryAfter`` is on and `error` is a ``RetryAfterError`` with a delay, it is the
+  /// longer of that delay (a negative one counts as zero) and ``delay(beforeRetry:)``, or `nil`
+  /// when the delay asked for is longer than ``maxDelay``. Otherwise it is
+  /// ``delay(beforeRetry:)``.
+  ///
+  /// - Parameters:
+  ///   - retry: Which retry: 1 for the first.
+  ///   - error: The error the failed try threw.
+  public func delay(beforeRetry retry: Int, after error: any Error) -> Duration? {
+    let backoff = delay(beforeRetry: retry)
+    guard honorsRetryAfter, let asked = (error as? any RetryAfterError)?.retryAfter else { return backoff }
+    guard asked <= maxDelay else { return nil }
+    return max(asked, backoff)
+  }
+}
+
+/// An error that says how long to wait before trying again, such as an HTTP `503 Service
+/// Unavailable` or `429 Too Many Requests` answer with a `Retry-After` header.
+///
+/// A ``RetryPolicy`` waits for the delay it asks for before retrying (see
+/// ``RetryPolicy/honorsRetryAfter``), on the clock of the ``LoadOptions``:
+///
+/// ```swift
+/// struct Unavailable: RetryAfterError {
+///   var retryAfter: Duration?  // from the answer's Retry-After header
+/// }
+/// ```
+public protocol RetryAfterError: Error {
+  /// How long to wait before trying again; `nil` when the error does not say.
+  var retryAfter: Duration? { get }
 }
 
 /// Configuration kept out of line, so a loadable that has none stays small.

@@ -1,0 +1,147 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+/// A failure of the network itself, not an answer of the server: the connection was lost or
+/// refused, or the answer could not be read.
+///
+/// Errors are a struct with stable codes, so a new kind of failure is not a breaking change.
+public struct NetworkError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// What kind of failure.
+  public struct Code: Hashable, Sendable, CustomStringConvertible {
+    private let name: String
+    /// The connection closed before the whole answer arrived.
+    public static let connectionLost = Code(name: "connection lost")
+    /// Nobody answered at the address: no server, or the port is closed.
+    public static let cannotConnect = Code(name: "cannot connect")
+    /// The answer arrived but is not what the service sends (such as malformed JSON).
+    public static let malformedResponse = Code(name: "malformed response")
+    /// The request timed out in the URL session.
+    public static let timedOut = Code(name: "timed out")
+    /// Any other failure of the URL loading system.
+    public static let other = Code(name: "network error")
+    public var description: String { name }
+  }
+
+  public var code: Code
+  /// The path that was asked for.
+  public var path: String
+  /// What happened, in words.
+  public var message: String
+
+  public init(code: Code, path: String, message: String) {
+    self.code = code
+    self.path = path
+    self.message = message
+  }
+
+  public var description: String { "\(code): \(message)" }
+}
+
+/// A small HTTP client for the example services, on `URLSession` (FoundationNetworking on Linux).
+///
+/// Cancellation reaches the socket: cancelling the Swift task that waits in ``get(_:query:headers:)``
+/// cancels the URL session's task, which closes the connection, so the server sees the client go
+/// and sends nothing more. `URLSession` reports that as `URLError(.cancelled)`; this client throws
+/// Swift's `CancellationError` instead, which is what LoadableKit's rules (a cancelled load fails
+/// with `CancellationError`) and the default ``LoadableKit/RetryPolicy`` (never retry a
+/// cancellation) expect.
+///
+/// An answer other than `2xx` throws ``ServiceError`` with the status, and with the delay of its
+/// `Retry-After` header (in seconds), so a retry policy waits as long as the server asked. A lost
+/// connection or an unreadable answer throws ``NetworkError``.
+public final class HTTPClient: Sendable {
+  /// The URL the paths are relative to.
+  public let baseURL: URL
+  private let session: URLSession
+
+  /// Creates a client for the server at `baseURL`, with a session of its own.
+  public init(baseURL: URL) {
+    self.baseURL = baseURL
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.timeoutIntervalForRequest = 3600  // the loadable's own timeout decides
+    configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+    session = URLSession(configuration: configuration)
+  }
+
+  deinit {
+    session.finishTasksAndInvalidate()
+  }
+
+  /// `GET path?query` with `headers`: the body of a `2xx` answer.
+  ///
+  /// - Throws: `CancellationError` when the calling task is cancelled (the request is cancelled
+  ///   on the wire); ``ServiceError`` for an answer other than `2xx`; ``NetworkError`` when the
+  ///   connection fails.
+  public func get(_ path: String, query: [URLQueryItem] = [], headers: [String: String] = [:]) async throws -> Data {
+    var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!
+    components.percentEncodedPath = components.percentEncodedPath.trimmingSuffix("/")
+      + (path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path)
+    if !query.isEmpty { components.queryItems = query }
+    guard let url = components.url else {
+      throw NetworkError(code: .other, path: path, message: "not a valid URL: \(baseURL) + \(path)")
+    }
+    var request = URLRequest(url: url)
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    try Task.checkCancellation()
+    let data: Data
+    let response: URLResponse
+    do {
+      (data, response) = try await session.data(for: request)
+    } catch let error as URLError {
+      throw Self.translate(error, path: path)
+    }
+    guard let http = response as? HTTPURLResponse else {
+      throw NetworkError(code: .malformedResponse, path: path, message: "not an HTTP answer")
+    }
+    guard (200..<300).contains(http.statusCode) else {
+      let retryAfter = (http.value(forHTTPHeaderField: "Retry-After")).flatMap(Int.init).map { Duration.seconds($0) }
+      throw ServiceError(
+        code: http.statusCode, reason: HTTPURLResponse.localizedString(forStatusCode: http.statusCode).capitalized,
+        path: path, retryAfter: retryAfter)
+    }
+    return data
+  }
+
+  /// `GET path?query` with `headers`, decoding the JSON answer as `type`.
+  ///
+  /// - Throws: What ``get(_:query:headers:)`` throws, and ``NetworkError`` with the code
+  ///   ``NetworkError/Code/malformedResponse`` when the body is not the JSON of `type`.
+  public func get<T: Decodable>(
+    _ type: T.Type, _ path: String, query: [URLQueryItem] = [], headers: [String: String] = [:]
+  ) async throws -> T {
+    let data = try await get(path, query: query, headers: headers)
+    do {
+      return try JSONDecoder().decode(type, from: data)
+    } catch {
+      throw NetworkError(
+        code: .malformedResponse, path: path, message: "the answer is not the JSON of \(type) (\(data.count) bytes)")
+    }
+  }
+
+  private static func translate(_ error: URLError, path: String) -> any Error {
+    switch error.code {
+    case .cancelled:
+      // The only way this client's tasks are cancelled is their Swift task being cancelled.
+      return CancellationError()
+    case .networkConnectionLost, .cannotParseResponse, .badServerResponse,
+      // FoundationNetworking on Linux reports a body cut short (curl's "partial file") as unknown.
+      .unknown:
+      return NetworkError(code: .connectionLost, path: path, message: "the connection closed before the whole answer arrived")
+    case .cannotConnectToHost, .cannotFindHost, .notConnectedToInternet:
+      return NetworkError(code: .cannotConnect, path: path, message: "nobody answers at the server's address")
+    case .timedOut:
+      return NetworkError(code: .timedOut, path: path, message: "the request timed out")
+    default:
+      return NetworkError(code: .other, path: path, message: "URLError \(error.code.rawValue)")
+    }
+  }
+}
+
+extension String {
+  fileprivate func trimmingSuffix(_ suffix: String) -> String {
+    hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+  }
+}
