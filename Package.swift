@@ -39,7 +39,7 @@ let package = Package(
       name: "OfflineMapJob", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/OfflineMapJob",
       exclude: ["README.md"]),
     .executableTarget(
-      name: "Thumbnails", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/Thumbnails",
+      name: "Thumbnails", dependencies: ["LoadableKit", "LoadableKitTesting", "ExampleServices"], path: "Playgrounds/Thumbnails",
       exclude: ["README.md"]),
     .executableTarget(
       name: "ServerJobs", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/ServerJobs",

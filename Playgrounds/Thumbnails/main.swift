@@ -7,6 +7,8 @@
 // ends its claim. Thumbnails the disk cache kept from the last session show at once while the
 // thumbnail service is asked for the current ones; a load nobody needs any more is cancelled; a
 // slow, stale response never replaces a newer thumbnail; idle thumbnails beyond 12 are evicted.
+// Step 9 flings 200 rows on simulated time, with and without `maximumConcurrentLoads` and
+// priorities, and compares the requests the service saw and when the visible rows were drawn.
 //
 // The run is the same every time: the simulated service holds requests until it is told to
 // answer them, and after each scroll the list waits until the cells, the loader's events and the
@@ -169,6 +171,25 @@ await list.settle()
 print("    nothing is left loading; \(thumbnails.count) idle entries stay in memory, "
   + "the \(maximumIdleCount) most recently used (maximumIdleCount \(maximumIdleCount))")
 list.printChanges(since: before)
+
+// MARK: - 9. A fling with and without a limit and priorities
+
+printStep("9. A fling of 200 rows, without and with maximumConcurrentLoads 6 and priorities")
+print("    12 rows a frame (16 ms), 12 rows prefetched past the screen; the link is shared by the requests")
+print("    in flight (a thumbnail alone takes 40 ms); simulated time, a loader and a service of its own")
+let unlimited = fling(limited: false)
+let limited = fling(limited: true)
+printColumns([
+  ["", "requests", "cancelled", "answered", "most at once", "visible rows drawn", "all 18 drawn"],
+] + [("no limit, prefetch claimed as visible", unlimited), ("limit 6, visible before prefetch", limited)].map { name, run in
+  [
+    name, "\(run.counts.started)", "\(run.counts.cancelled)", "\(run.counts.answered)", "\(run.peakInFlight)",
+    milliseconds(run.visibleDrawn), milliseconds(run.allDrawn),
+  ]
+})
+print("    (times after the list stops)")
+print("    with the limit, a row prefetched and flung past before its turn sends no request, and the visible")
+print("    rows where the list stops have the link before the rows prefetched past them")
 
 // MARK: - Summary
 

@@ -613,6 +613,17 @@ struct PlaygroundTests {
     #expect(evicted == 189 && evicted <= started.events)
     #expect(summary.contains("started = completed + cancelled + failed, in both columns: every load that started ended"))
     #expect(summary.contains("entries: at most 18 after any scroll, within 6 claimed + 12 idle"))
+
+    // 9. A fling of 200 rows, on simulated time so the figures are exact: with the limit and
+    // priorities, rows flung past before their turn send no request, no more than 6 share the
+    // link, and the rows where the list stops are drawn before the rows prefetched past them.
+    let flings = section(output, "▸ 9.").map(squeezed)
+    #expect(Array(flings.dropFirst(2).prefix(4)) == [
+      "requests cancelled answered most at once visible rows drawn all 18 drawn",
+      "no limit, prefetch claimed as visible 218 200 18 18 704 ms 711 ms",
+      "limit 6, visible before prefetch 120 102 18 6 240 ms 720 ms",
+      "(times after the list stops)",
+    ])
   }
 
   @Test func readmeOpensWithTheTwoCommandsAndEveryLinkResolves() async throws {

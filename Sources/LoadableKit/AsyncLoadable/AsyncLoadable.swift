@@ -399,11 +399,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   /// Starts the task of a new attempt. The task keeps the loadable alive until it ends.
-  /// `parent` is the attempt that asked for it, if any (for the instruments).
-  final func launch(_ attempt: LoadStateMachine<Content>.Attempt, parent: AttemptContext? = nil) {
+  /// `parent` is the attempt that asked for it, if any (for the instruments); `priority` the
+  /// task's priority (`nil`: the caller's).
+  final func launch(
+    _ attempt: LoadStateMachine<Content>.Attempt, parent: AttemptContext? = nil, priority: TaskPriority? = nil
+  ) {
     // Reports the start to the installed instruments; one atomic load when there are none.
     let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
-    let task = TaskLaunch.start {
+    let task = TaskLaunch.start(priority: priority) {
       await withUnsafeContinuation { continuation in
         if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
       }

@@ -365,13 +365,21 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     for task in effects.cancelTasks { task.cancel() }
     for (entry, entryEffects) in effects.entryEffects { entry.perform(entryEffects) }
     for (entry, attempt, event) in effects.launches {
-      entry.launch(attempt)
+      entry.launch(attempt, priority: launchPriority(of: entry))
       AttemptContext.outside { entry.deliver(event, contentChanged: false) }
     }
     for (entry, priority, raised) in effects.reprioritized { reprioritize(entry, to: priority, raised: raised) }
     for (entry, id) in effects.startTimers { launchGraceTimer(entry, id: id) }
     if let deadline = effects.startSweeper { launchSweeper(firstDeadline: deadline) }
     if effects.drain { drain() }
+  }
+
+  /// The priority of the task of an attempt started for claims below ``ClaimPriority/visible``:
+  /// its claims' priority, not the priority of whoever began the claim — a prefetch from the main
+  /// thread loads at the prefetch priority. `nil` (the caller's priority) for a visible load.
+  func launchPriority(of entry: KeyedLoadable) -> TaskPriority? {
+    let priority = withState { _ in entry.loadPriority }
+    return priority == .visible ? nil : priority.taskPriority
   }
 
   /// Delivers queued notifications until the queue is empty. Only one caller delivers at a time

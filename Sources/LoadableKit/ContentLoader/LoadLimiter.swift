@@ -37,8 +37,17 @@ final class LoadLimiter: Sendable {
   var waitingCount: Int { state.withLock(owner: self) { $0.waiting.count } }
 
   /// Waits for a slot. Throws `CancellationError`, without taking a slot, when the task is
-  /// cancelled first.
+  /// cancelled first — also when the cancellation comes after the slot was granted but before
+  /// the task resumed, so a load whose claims ended meanwhile never calls the data source.
   func acquire(_ ticket: Ticket, priority: ClaimPriority) async throws {
+    try await waitForSlot(ticket, priority: priority)
+    if Task.isCancelled {
+      release()
+      throw CancellationError()
+    }
+  }
+
+  private func waitForSlot(_ ticket: Ticket, priority: ClaimPriority) async throws {
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
         let start = state.withLock(owner: self) { state -> Bool? in

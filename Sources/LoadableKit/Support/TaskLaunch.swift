@@ -7,11 +7,14 @@
 package enum TaskLaunch {
   @TaskLocal package static var executor: (any TaskExecutor)?
 
-  /// Starts `operation` as an unstructured task, on the bound executor if there is one.
+  /// Starts `operation` as an unstructured task, on the bound executor if there is one, at
+  /// `priority` (`nil`: the caller's).
   @discardableResult
-  static func start(_ operation: sending @escaping @isolated(any) () async -> Void) -> Task<Void, Never> {
+  static func start(
+    priority: TaskPriority? = nil, _ operation: sending @escaping @isolated(any) () async -> Void
+  ) -> Task<Void, Never> {
     // Task-locals are inherited: the new task must not run as part of the attempt that started it.
-    Task(executorPreference: executor) {
+    Task(executorPreference: executor, priority: priority) {
       await AttemptContext.outside { await operation() }
     }
   }

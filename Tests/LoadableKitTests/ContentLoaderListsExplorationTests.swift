@@ -1,0 +1,267 @@
+@testable import LoadableKit
+import LoadableKitTesting
+import Synchronization
+import Testing
+
+/// The list features of issue 15 — `maximumConcurrentLoads`, priorities, prefetch, `staleAfter`,
+/// `invalidate(where:)` and the cost limit — in seeded interleavings (1,000 seeds each).
+@Suite("ContentLoader lists schedule exploration", .timeLimit(.minutes(5)))
+struct ContentLoaderListsExplorationTests {
+  typealias Loader = ContentLoader<Int, String, Int>
+
+  /// Claims beginning, changing priority and ending concurrently over five keys with a limit of
+  /// two: never more than two loads run at once (counted inside the load), nothing is left
+  /// waiting or loading, and a key whose only claim ended before its load started never calls
+  /// the data source.
+  @Test func theLimitHoldsAndAnEndedQueuedLoadNeverStarts() {
+    explore { executor, generator in
+      let keyCount = 5
+      let running = Gauge()
+      let peak = Atomic<Int>(0)
+      let started = StartLog()
+      let yieldCount = Int.random(in: 0...3, using: &generator)
+      let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 2) { key in
+        started.record(key)
+        let now = running.increment()
+        peak.max(now, ordering: .relaxed)
+        defer { running.decrement() }
+        for _ in 0..<yieldCount {
+          await Task.yield()
+          try Task.checkCancellation()
+        }
+        return ("thumbnail \(key)", 1)
+      }
+      let kept = Recorder<Loader.Claim>()
+      let endedUnstarted = Recorder<Int>()
+      for key in 0..<keyCount {
+        let priority = ClaimPriority.allCases.randomElement(using: &generator)!
+        let changed = Int.random(in: 0...2, using: &generator) == 0 ? nil : ClaimPriority.allCases.randomElement(using: &generator)!
+        let before = Int.random(in: 0...3, using: &generator)
+        let after = Int.random(in: 0...3, using: &generator)
+        let keep = Int.random(in: 0...2, using: &generator) == 0
+        executor.spawn {
+          let claim = loader.begin(key, priority: priority)
+          await yields(before)
+          if let changed { claim.priority = changed }
+          await yields(after)
+          if keep { return kept.append(claim) }
+          claim.end()
+          // Ended before the data source was called: it must never be called for this key.
+          if started.count(key) == 0 { endedUnstarted.append(key) }
+        }
+      }
+      return {
+        var problems: [String] = []
+        if peak.load(ordering: .relaxed) > 2 { problems.append("\(peak.load(ordering: .relaxed)) loads ran at once") }
+        if loader.limiter!.peak > 2 { problems.append("the limiter let \(loader.limiter!.peak) run") }
+        if loader.limiter!.waitingCount != 0 { problems.append("loads left waiting for a slot") }
+        for key in endedUnstarted.values where started.count(key) != 0 {
+          problems.append("key \(key) loaded after its only claim ended in the queue")
+        }
+        for key in 0..<keyCount {
+          if loader.snapshot(for: key)?.status == .loading { problems.append("key \(key) still loading") }
+          if started.count(key) > 1 { problems.append("key \(key) loaded \(started.count(key)) times") }
+        }
+        for claim in kept.values {
+          let snapshot = claim.snapshot
+          if snapshot.status != .loaded || snapshot.value != "thumbnail \(claim.key)" {
+            problems.append("kept claim on \(claim.key) shows \(snapshot.status)")
+          }
+          claim.end()
+        }
+        return problems
+      }
+    }
+  }
+
+  /// With one slot held by a blocked load, prefetched keys and visible claims queue in a random
+  /// order (some prefetched keys then get a visible claim too); when the slot frees, every
+  /// visible key's load starts before any key only prefetched.
+  @Test func prefetchNeverStartsAheadOfAVisibleClaim() {
+    explore { executor, generator in
+      let gate = Gate()
+      let started = StartLog()
+      let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1) { key in
+        started.record(key)
+        if key == 0 { await gate.wait() }
+        return ("thumbnail \(key)", 1)
+      }
+      // Keys 1...4: prefetched, visible, or prefetched and then shown.
+      let kinds = (1...4).map { _ in Int.random(in: 0...2, using: &generator) }
+      let delays = (1...4).map { _ in Int.random(in: 0...3, using: &generator) }
+      let visible = Set((1...4).filter { kinds[$0 - 1] != 0 })
+      let kept = Recorder<Loader.Claim>()
+      let handles = Recorder<Loader.Prefetch>()
+      let claimed = Atomic<Int>(0)
+      executor.spawn {
+        kept.append(loader.begin(0))
+        while started.count(0) == 0 { await Task.yield() }
+        for key in 1...4 {
+          let kind = kinds[key - 1]
+          let delay = delays[key - 1]
+          executor.spawn {
+            await yields(delay)
+            if kind != 1 { handles.append(loader.prefetch([key])) }
+            await yields(delay)
+            if kind != 0 { kept.append(loader.begin(key, priority: .visible)) }
+            claimed.add(1, ordering: .relaxed)
+          }
+        }
+        // Every key waits for the slot before it frees.
+        while claimed.load(ordering: .relaxed) < 4 || loader.limiter!.waitingCount < 4 { await Task.yield() }
+        gate.open()
+      }
+      return {
+        var problems: [String] = []
+        let order = started.order
+        if Set(order) != Set(0...4) { problems.append("started \(order)") }
+        if let lastVisible = order.lastIndex(where: { visible.contains($0) }),
+          let firstPrefetch = order.firstIndex(where: { $0 != 0 && !visible.contains($0) }),
+          firstPrefetch < lastVisible
+        {
+          problems.append("a prefetched key started ahead of a visible one: \(order), visible \(visible.sorted())")
+        }
+        for claim in kept.values { claim.end() }
+        for handle in handles.values { handle.cancel() }
+        return problems
+      }
+    }
+  }
+
+  /// A key loaded once, unclaimed, then either left fresh, aged past `staleAfter` on a
+  /// `TestClock`, or marked by `invalidate(where:)`, while another key churns and is invalidated
+  /// alongside: at the next claim the old value is shown at once, and a stale key (only a stale
+  /// one) loads again and shows the new value.
+  @Test func aStaleValueIsShownAndRefreshedAtTheNextClaim() {
+    explore { executor, generator in
+      let clock = TestClock()
+      let started = StartLog()
+      let yieldCount = Int.random(in: 0...2, using: &generator)
+      let loader = Loader(idleTimeout: nil, staleAfter: .seconds(10), clock: clock) { key in
+        let count = started.record(key)
+        for _ in 0..<yieldCount { await Task.yield() }
+        return ("v\(count)", count)
+      }
+      let action = Int.random(in: 0...2, using: &generator)  // 0 fresh, 1 aged, 2 invalidated
+      let noise = (0..<3).map { _ in Int.random(in: 0...2, using: &generator) }
+      let problems = Recorder<String>()
+      executor.spawn {
+        for step in noise {
+          switch step {
+          case 0:
+            let claim = loader.begin(1, priority: .prefetch)
+            await Task.yield()
+            claim.end()
+          case 1: loader.invalidate(where: { $0 == 1 })
+          default: await Task.yield()
+          }
+        }
+      }
+      executor.spawn {
+        let first = loader.begin(0)
+        while first.snapshot.status != .loaded { await Task.yield() }
+        first.end()
+        switch action {
+        case 0: await clock.advance(by: .seconds(5))
+        case 1: await clock.advance(by: .seconds(11))
+        default: loader.invalidate(where: { $0 % 2 == 0 })
+        }
+        let second = loader.begin(0)
+        let shown = second.snapshot
+        if shown.value != "v1" { problems.append("next claim shows \(String(describing: shown.value)), not the old value") }
+        let stale = action != 0
+        if stale && shown.status != .loading { problems.append("a stale value is not refreshed at once (\(shown.status))") }
+        if !stale && shown.status != .loaded { problems.append("a fresh value is loaded again (\(shown.status))") }
+        while second.snapshot.status != .loaded { await Task.yield() }
+        let expected = stale ? "v2" : "v1"
+        if second.snapshot.value != expected { problems.append("shows \(String(describing: second.snapshot.value)), not \(expected)") }
+        if started.count(0) != (stale ? 2 : 1) { problems.append("key 0 loaded \(started.count(0)) times") }
+        second.end()
+      }
+      return { problems.values }
+    }
+  }
+
+  /// Values of cost 2 under a total cost limit of 3, over four keys claimed, kept and ended
+  /// concurrently: a claimed key is never evicted (checked while its claim lives, after it has
+  /// loaded), and when the values held cost more than the limit, all of them are claimed.
+  @Test func theCostLimitNeverEvictsAClaimedEntry() {
+    explore { executor, generator in
+      let keyCount = 4
+      let yieldCount = Int.random(in: 0...2, using: &generator)
+      let loader = Loader(idleTimeout: nil, cost: { $0.count }, totalCostLimit: 3) { key in
+        for _ in 0..<yieldCount { await Task.yield() }
+        return ("t\(key)", 1)
+      }
+      let problems = Recorder<String>()
+      let kept = Recorder<Loader.Claim>()
+      for _ in 0..<6 {
+        let key = Int.random(in: 0..<keyCount, using: &generator)
+        let hold = Int.random(in: 0...4, using: &generator)
+        let keep = Int.random(in: 0...2, using: &generator) == 0
+        executor.spawn {
+          let claim = loader.begin(key)
+          while claim.snapshot.status != .loaded { await Task.yield() }
+          for _ in 0..<hold {
+            if loader.snapshot(for: key)?.value == nil { problems.append("claimed key \(key) was evicted") }
+            await Task.yield()
+          }
+          if loader.snapshot(for: key)?.value == nil { problems.append("claimed key \(key) was evicted") }
+          if keep { kept.append(claim) } else { claim.end() }
+        }
+      }
+      return {
+        var found = problems.values
+        let claimed = Set(kept.values.map(\.key))
+        let held = (0..<keyCount).filter { loader.snapshot(for: $0)?.value != nil }
+        for key in claimed where !held.contains(key) { found.append("claimed key \(key) has no value") }
+        if held.count * 2 > 3 && !held.allSatisfy(claimed.contains) {
+          found.append("idle values over the cost limit: held \(held), claimed \(claimed.sorted())")
+        }
+        for claim in kept.values { claim.end() }
+        return found
+      }
+    }
+  }
+}
+
+/// Which keys the data source was called for, in order.
+final class StartLog: Sendable {
+  private let log = Mutex<[Int]>([])
+
+  /// Records a call for `key`; returns how many calls `key` has had, this one included.
+  @discardableResult func record(_ key: Int) -> Int {
+    log.withLock(owner: self) { log in
+      log.append(key)
+      return log.count(where: { $0 == key })
+    }
+  }
+
+  func count(_ key: Int) -> Int { log.withLock(owner: self) { $0.count(where: { $0 == key }) } }
+  var order: [Int] { log.withLock(owner: self) { $0 } }
+}
+
+/// A one-shot gate: `wait()` suspends until `open()`.
+final class Gate: Sendable {
+  private let state = Mutex<(open: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
+
+  func wait() async {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let open = state.withLock(owner: self) { state -> Bool in
+        if state.open { return true }
+        state.waiters.append(continuation)
+        return false
+      }
+      if open { continuation.resume() }
+    }
+  }
+
+  func open() {
+    let waiters = state.withLock(owner: self) { state in
+      state.open = true
+      defer { state.waiters.removeAll() }
+      return state.waiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+}
