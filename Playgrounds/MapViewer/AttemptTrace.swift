@@ -1,6 +1,5 @@
 import ExampleServices
 import LoadableKit
-import Synchronization
 
 /// A `LoadInstrument` that keeps every attempt it hears of, and prints them as the tree of who
 /// asked for whom, with outcomes and durations.
@@ -13,7 +12,7 @@ final class AttemptTrace: LoadInstrument {
     var end: LoadAttempt.End?
   }
 
-  private let entries = Mutex<[LoadAttempt.ID: Entry]>([:])
+  private let entries = Locked<[LoadAttempt.ID: Entry]>([:])
 
   func attemptStarted(_ attempt: LoadAttempt) {
     entries.withLock { $0[attempt.id] = Entry(attempt: attempt) }

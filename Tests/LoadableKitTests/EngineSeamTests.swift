@@ -17,23 +17,24 @@ struct EngineSeamTests {
   @Test func aTaskStartedInsideAnAttemptIsNotPartOfIt() async throws {
     let gate = ControlledLoad<Void>()
     let holder = Mutex<AsyncLoadable<Int>?>(nil)
+    let holderOwner = LockOwner()
     let b = AsyncLoadable<Int> {
       try await gate.operation()
-      let a = holder.withLock { $0! }
+      let a = holder.withLock(owner: holderOwner) { $0! }
       return try await a.fetch() + 10
     }
     let a = AsyncLoadable<Int> {
       Task { try? await b.load() }
       return 1
     }
-    holder.withLock { $0 = a }
+    holder.withLock(owner: holderOwner) { $0 = a }
     try await a.load()
     await gate.waitForStart()  // the user's task is waiting for `b`
     gate.resolve(())
     try await b.load()
     #expect(b.content == 11)
     #expect(b.loadStatus == .loaded)
-    holder.withLock { $0 = nil }
+    holder.withLock(owner: holderOwner) { $0 = nil }
   }
 
   /// Structured work of the attempt itself still counts: a plain `load()` from `performLoad()` on
@@ -72,7 +73,13 @@ struct EngineSeamTests {
       }
       return value * 10
     }
-    let loading = Task { try await view.load() }
+    // The view's attempt blocks a thread in its transform: it runs on a queue of its own, so it
+    // never takes a thread from the cooperative pool, which the source's refresh (and every other
+    // test running meanwhile) needs.
+    let executor = QueueExecutor()
+    let loading = Task(executorPreference: executor) {
+      try await TaskLaunch.$executor.withValue(executor) { try await view.load() }
+    }
     await control.waitForStart(1)
     control.resolve(1)
     await inTransform.waitForStart()
@@ -177,5 +184,16 @@ struct EngineSeamTests {
       #expect(end.content == depth)
       end = AsyncLoadable(content: 0)  // releases the whole chain
     }.value
+  }
+}
+
+/// A task executor on a serial dispatch queue: work that blocks a thread on it leaves the
+/// cooperative pool alone.
+final class QueueExecutor: TaskExecutor, @unchecked Sendable {
+  private let queue = DispatchQueue(label: "org.loadablekit.tests.queue-executor")
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
   }
 }

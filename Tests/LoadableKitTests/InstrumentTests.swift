@@ -13,11 +13,11 @@ final class RecordingInstrument: LoadInstrument {
 
   private let claims = Mutex<[(began: Bool, claim: LoadClaimReport)]>([])
   private let jobs = Mutex<[JobReport]>([])
-  func claimBegan(_ claim: LoadClaimReport) { claims.withLock { $0.append((true, claim)) } }
-  func claimEnded(_ claim: LoadClaimReport, duration: Duration) { claims.withLock { $0.append((false, claim)) } }
-  func jobReported(_ report: JobReport) { jobs.withLock { $0.append(report) } }
-  var claimReports: [(began: Bool, claim: LoadClaimReport)] { claims.withLock { $0 } }
-  var jobReports: [JobReport] { jobs.withLock { $0 } }
+  func claimBegan(_ claim: LoadClaimReport) { claims.withLock(owner: self) { $0.append((true, claim)) } }
+  func claimEnded(_ claim: LoadClaimReport, duration: Duration) { claims.withLock(owner: self) { $0.append((false, claim)) } }
+  func jobReported(_ report: JobReport) { jobs.withLock(owner: self) { $0.append(report) } }
+  var claimReports: [(began: Bool, claim: LoadClaimReport)] { claims.withLock(owner: self) { $0 } }
+  var jobReports: [JobReport] { jobs.withLock(owner: self) { $0 } }
 
   private let reports = Mutex<[Report]>([])
   /// Called with every report, outside the recorder's lock (a test calls back into loadables).
@@ -39,10 +39,10 @@ final class RecordingInstrument: LoadInstrument {
   private func record(_ report: Report, of attempt: LoadAttempt) {
     if let namePrefix, !attempt.name.hasPrefix(namePrefix) { return }
     onReport(report)
-    reports.withLock { $0.append(report) }
+    reports.withLock(owner: self) { $0.append(report) }
   }
 
-  var all: [Report] { reports.withLock { $0 } }
+  var all: [Report] { reports.withLock(owner: self) { $0 } }
   var starts: [LoadAttempt] { all.compactMap { if case .started(let a) = $0 { a } else { nil } } }
   var ends: [(attempt: LoadAttempt, end: LoadAttempt.End)] {
     all.compactMap { if case .ended(let a, let e) = $0 { (a, e) } else { nil } }
@@ -132,8 +132,9 @@ final class RecordingInstrument: LoadInstrument {
     let recorder = RecordingInstrument()
     let clock = TestClock()
     let failures = Mutex(2)
+    let failuresOwner = LockOwner()
     let portal = AsyncLoadable(name: "portal") { () throws -> String in
-      try failures.withLock { left in
+      try failures.withLock(owner: failuresOwner) { left in
         if left > 0 {
           left -= 1
           throw Boom(code: 503)
@@ -193,13 +194,14 @@ final class RecordingInstrument: LoadInstrument {
   /// loadable's lock, this would trap with a recursive lock.
   @Test func nothingIsReportedUnderALock() async throws {
     let watched = Mutex<[String: AsyncLoadable<String>]>([:])
+    let watchedOwner = LockOwner()
     let seen = Recorder<String>()
     let recorder = RecordingInstrument { report in
       let name: String
       switch report {
       case .started(let attempt), .retrying(let attempt, _), .ended(let attempt, _): name = attempt.name
       }
-      guard let loadable = watched.withLock({ $0[name] }) else { return }
+      guard let loadable = watched.withLock(owner: watchedOwner, { $0[name] }) else { return }
       let snapshot = loadable.snapshot
       seen.append("\(loadable.displayName) \(snapshot.status) \(loadable.dependencyTree(showingDurations: false).count > 0)")
       _ = loadable.instrument
@@ -207,7 +209,7 @@ final class RecordingInstrument: LoadInstrument {
     }
     let table = AsyncLoadable(name: "table") { "table" }
     let layer = table.map { $0 + "!" }.named("layer")
-    watched.withLock { $0 = ["table": table, "layer": layer] }
+    watched.withLock(owner: watchedOwner) { $0 = ["table": table, "layer": layer] }
     for loadable in [table, layer] { loadable.instrument = recorder }
 
     _ = try await layer.fetch()

@@ -37,7 +37,25 @@ struct JobsCrashTests {
     return process
   }
 
-  @Test func killedAtRandomMomentsEveryJobComesBackFromItsLastCheckpoint() throws {
+  /// Runs `process` and returns its standard output once it has exited. The test waits without
+  /// blocking a thread of the cooperative pool: the suite runs beside every other one, and a
+  /// blocked pool thread (of two, on a 2-core machine) starves them.
+  static func output(of process: Process, killAfter microseconds: UInt64? = nil) async throws -> String {
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    let (exited, exit) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    process.terminationHandler = { _ in exit.finish() }
+    try process.run()
+    if let microseconds {
+      // The kill moment is the point of the test, not a wait for something to happen.
+      try await Task.sleep(for: .microseconds(microseconds))
+      kill(process.processIdentifier, SIGKILL)
+    }
+    for await _ in exited {}
+    return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+  }
+
+  @Test func killedAtRandomMomentsEveryJobComesBackFromItsLastCheckpoint() async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: directory) }
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -49,14 +67,8 @@ struct JobsCrashTests {
 
     for run in 0..<Self.runs {
       let process = Self.child(["run", store, log, "\(run)"])
-      let pipe = Pipe()
-      process.standardOutput = pipe
-      try process.run()
-      // The kill moment is the point of the test, not a wait for something to happen.
-      usleep(useconds_t(UInt64.random(in: 0...Self.latestKill, using: &generator)))
-      kill(process.processIdentifier, SIGKILL)
-      let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-      process.waitUntilExit()
+      let moment = UInt64.random(in: 0...Self.latestKill, using: &generator)
+      let output = try await Self.output(of: process, killAfter: moment)
       #expect(process.terminationReason == .uncaughtSignal, "run \(run): \(output)")
       let lines = output.split(separator: "\n").map(String.init)
       #expect(!lines.contains { $0.hasPrefix("error") || $0.hasPrefix("problem") }, "run \(run): \(output)")
@@ -101,11 +113,7 @@ struct JobsCrashTests {
 
     // A fresh process restores every job, readable, consistent with the log.
     let inspect = Self.child(["inspect", store])
-    let pipe = Pipe()
-    inspect.standardOutput = pipe
-    try inspect.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    inspect.waitUntilExit()
+    let output = try await Self.output(of: inspect)
     #expect(inspect.terminationStatus == 0, "\(output)")
     let jobs = output.split(separator: "\n").filter { $0.hasPrefix("job ") }.map { $0.split(separator: " ") }
     #expect(!output.contains("problem"), "\(output)")

@@ -7,8 +7,22 @@ import Foundation
 import Testing
 
 /// Runs a playground's built binary (the test target depends on the executables, so they are
-/// built next to the test bundle) and returns what it printed.
-func runPlayground(_ name: String, arguments: [String] = []) throws -> (output: String, status: Int32) {
+/// built next to the test bundle) and returns what it printed and its exit status, off the
+/// cooperative pool: the
+/// wait blocks a thread of a serial queue of its own, so playground tests running side by side
+/// never starve the pool that every other suite needs (2 threads on a 2-core machine).
+func runPlayground(_ name: String, arguments: [String] = []) async throws -> (output: String, status: Int32) {
+  try await offThePool { try runPlaygroundBlocking(name, arguments: arguments) }
+}
+
+/// Runs `body`, which blocks, on a thread that is not one of the cooperative pool's.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+  try await withCheckedThrowingContinuation { continuation in
+    DispatchQueue(label: "org.loadablekit.tests.blocking").async { continuation.resume(with: Result { try body() }) }
+  }
+}
+
+func runPlaygroundBlocking(_ name: String, arguments: [String] = []) throws -> (output: String, status: Int32) {
   let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
   let process = Process()
   process.executableURL = directory.appendingPathComponent(name)
@@ -47,7 +61,11 @@ func traceTree(_ lines: [String], root: String) -> [String] {
 /// Runs a playground as `runPlayground` does, but with its standard output and error on a
 /// pseudo-terminal, as in a terminal window, and returns what it wrote there (the terminal's
 /// `\r\n` for a newline made `\n` again).
-func runPlaygroundOnTerminal(_ name: String, arguments: [String] = []) throws -> (output: String, status: Int32) {
+func runPlaygroundOnTerminal(_ name: String, arguments: [String] = []) async throws -> (output: String, status: Int32) {
+  try await offThePool { try runPlaygroundOnTerminalBlocking(name, arguments: arguments) }
+}
+
+func runPlaygroundOnTerminalBlocking(_ name: String, arguments: [String] = []) throws -> (output: String, status: Int32) {
   var terminal: Int32 = -1
   var device: Int32 = -1
   guard openpty(&terminal, &device, nil, nil, nil) == 0 else {
@@ -103,8 +121,8 @@ func temporaryPath(_ name: String) -> URL {
 
 @Suite("Playgrounds", .timeLimit(.minutes(2)))
 struct PlaygroundTests {
-  @Test func quickStartWalksThroughTheStates() throws {
-    let (output, status) = try runPlayground("QuickStart")
+  @Test func quickStartWalksThroughTheStates() async throws {
+    let (output, status) = try await runPlayground("QuickStart")
     #expect(status == 0)
     let lines = output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
     // One request for three screens, and all three see the same failure.
@@ -124,8 +142,8 @@ struct PlaygroundTests {
     #expect(lines.last == "Done.")
   }
 
-  @Test func mapViewerTracesTheOutageTheRetryTheCancelAndTheOverride() throws {
-    let (output, status) = try runPlayground("MapViewer")
+  @Test func mapViewerTracesTheOutageTheRetryTheCancelAndTheOverride() async throws {
+    let (output, status) = try await runPlayground("MapViewer")
     #expect(status == 0)
 
     // 1. The portal's 503 fails the required chain up to the map; the incidental layers fail too.
@@ -253,8 +271,8 @@ struct PlaygroundTests {
     }
   }
 
-  @Test func pipelinesRetryThroughTheChainStayLiveAndFailFast() throws {
-    let (output, status) = try runPlayground("Pipelines")
+  @Test func pipelinesRetryThroughTheChainStayLiveAndFailFast() async throws {
+    let (output, status) = try await runPlayground("Pipelines")
     #expect(status == 0)
 
     // 1. An outage bubbles down the asyncMap chain; one retry at its end goes up to the portal.
@@ -304,8 +322,8 @@ struct PlaygroundTests {
     #expect(both.contains("subclass Parks · polygon · 4 features · visible from 1:50,000 (minScale set before loading)"))
   }
 
-  @Test func geocodeRunsOneTaskOnlineAndOfflineAndFallsBack() throws {
-    let (output, status) = try runPlayground("Geocode")
+  @Test func geocodeRunsOneTaskOnlineAndOfflineAndFallsBack() async throws {
+    let (output, status) = try await runPlayground("Geocode")
     #expect(status == 0)
 
     // 1. Each task loads once, and its defaults come from its own metadata.
@@ -350,14 +368,14 @@ struct PlaygroundTests {
     #expect(outage.last { !$0.isEmpty } == "relaunched online task notLoaded → loading → failed → loading → loaded")
   }
 
-  @Test func offlineMapJobPausesSavesExitsAndResumesWritingEveryTileOnce() throws {
+  @Test func offlineMapJobPausesSavesExitsAndResumesWritingEveryTileOnce() async throws {
     let folder = temporaryPath("OfflineMapJob")
     defer { try? FileManager.default.removeItem(at: folder) }
     let saved = folder.appendingPathComponent("job.json")
     let area = folder.appendingPathComponent("downtown-redlands")
 
     // The first run. 1. Two 503s, each retried from the checkpoint after a short backoff.
-    let (first, firstStatus) = try runPlayground("OfflineMapJob", arguments: ["--output", folder.path])
+    let (first, firstStatus) = try await runPlayground("OfflineMapJob", arguments: ["--output", folder.path])
     #expect(firstStatus == 0)
     let retried = "after a transient error: 503 Service Unavailable (LoadableKit)"
     #expect(section(first, "▸ 1.").map(squeezed) == [
@@ -408,7 +426,7 @@ struct PlaygroundTests {
     #expect(lastLine == "    swift run OfflineMapJob --resume \(saved.path)")
 
     // The second run: restored paused at the checkpoint, it finishes from the next tile.
-    let (second, secondStatus) = try runPlayground("OfflineMapJob", arguments: ["--resume", saved.path])
+    let (second, secondStatus) = try await runPlayground("OfflineMapJob", arguments: ["--resume", saved.path])
     #expect(secondStatus == 0)
     let restored = section(second, "▸ 1.").map(squeezed)
     #expect(restored.first?.hasPrefix("Downtown Redlands: status paused, checkpoint \(tilesDone) of 41 tiles, ") == true)
@@ -444,7 +462,7 @@ struct PlaygroundTests {
     #expect(tile.starts(with: Data("Redlands Topographic tile 16/26169/11437\n".utf8)))
 
     // A third run finds the job finished: start() returns false, and nothing is written again.
-    let (third, thirdStatus) = try runPlayground("OfflineMapJob", arguments: ["--resume", saved.path])
+    let (third, thirdStatus) = try await runPlayground("OfflineMapJob", arguments: ["--resume", saved.path])
     #expect(thirdStatus == 0)
     #expect(section(third, "▸ 1.").map(squeezed).first == "Downtown Redlands: status succeeded, checkpoint 41 of 41 tiles, 100%, 7 messages")
     #expect(section(third, "▸ 2.").map(squeezed).first == "job.start() → false: the job already succeeded, and a finished job never runs again")
@@ -458,16 +476,16 @@ struct PlaygroundTests {
     try log.seekToEnd()
     try log.write(contentsOf: Data("16/26169/11437\n".utf8))
     try log.close()
-    let (fourth, fourthStatus) = try runPlayground("OfflineMapJob", arguments: ["--resume", saved.path])
+    let (fourth, fourthStatus) = try await runPlayground("OfflineMapJob", arguments: ["--resume", saved.path])
     #expect(fourthStatus == 1)
     #expect(section(fourth, "▸ 3.").map(squeezed).contains(
       "NOT exactly once: 0 missing, 1 written more than once, 0 unexpected"))
   }
 
-  @Test func offlineMapJobDrawsItsProgressBarInPlaceOnATerminal() throws {
+  @Test func offlineMapJobDrawsItsProgressBarInPlaceOnATerminal() async throws {
     let folder = temporaryPath("OfflineMapJob")
     defer { try? FileManager.default.removeItem(at: folder) }
-    let (output, status) = try runPlaygroundOnTerminal("OfflineMapJob", arguments: ["--output", folder.path])
+    let (output, status) = try await runPlaygroundOnTerminal("OfflineMapJob", arguments: ["--output", folder.path])
     #expect(status == 0)
     // Every progress report redraws the bar: a carriage return, a line clear, the bar.
     let frames = output.matches(of: /\r\u{1B}\[2K    \[[█░]{20}\] +\d+%  (\d+) of 41 tiles/).compactMap { Int($0.1) }
@@ -484,20 +502,20 @@ struct PlaygroundTests {
     #expect(shown.contains("the job retried 2 transient errors, each time from its last checkpoint, and went on"))
   }
 
-  @Test func offlineMapJobRejectsAFileThatIsNotASavedJob() throws {
+  @Test func offlineMapJobRejectsAFileThatIsNotASavedJob() async throws {
     let file = temporaryPath("OfflineMapJob").appendingPathExtension("json")
     defer { try? FileManager.default.removeItem(at: file) }
     try Data(#"{"schemaVersion":1,"kind":"org.loadablekit.playgrounds.dow"#.utf8).write(to: file)
-    let (output, status) = try runPlayground("OfflineMapJob", arguments: ["--resume", file.path])
+    let (output, status) = try await runPlayground("OfflineMapJob", arguments: ["--resume", file.path])
     #expect(status == 1)
     #expect(section(output, "▸ 1.").first?.hasPrefix("    cannot restore the job: JobError.truncated: ") == true)
   }
 
-  @Test func thumbnailsShowsCachedFirstCancelsScrolledAwayLoadsAndBalancesItsCounts() throws {
-    let (output, status) = try runPlayground("Thumbnails")
+  @Test func thumbnailsShowsCachedFirstCancelsScrolledAwayLoadsAndBalancesItsCounts() async throws {
+    let (output, status) = try await runPlayground("Thumbnails")
     #expect(status == 0)
     // The run waits for facts, never for time: a second run prints the same.
-    let (again, _) = try runPlayground("Thumbnails")
+    let (again, _) = try await runPlayground("Thumbnails")
     #expect(again.split(separator: "\n").dropFirst(3) == output.split(separator: "\n").dropFirst(3))
 
     // Every cell, in every step: its first frame is what the loader had — a cached revision
@@ -506,7 +524,8 @@ struct PlaygroundTests {
     let cells = output.split(separator: "\n").map { squeezed(String($0)) }.compactMap {
       $0.wholeMatch(of: /(\d+) .+? ((?:r\d+|—) \w+(?: → (?:r\d+|—) \w+)*)(?: [a-z].*)?/)
     }
-    #expect(cells.count == 6 + 12 + 6 + 6)
+    let expectedCells: Int = 6 + 12 + 6 + 6
+    #expect(cells.count == expectedCells)
     for cell in cells {
       let frames = cell.2.split(separator: " → ").map { $0.split(separator: " ") }
       #expect(["loading", "loaded"].contains(frames[0][1]), "row \(cell.1): \(cell.2)")
@@ -596,7 +615,7 @@ struct PlaygroundTests {
     #expect(summary.contains("entries: at most 18 after any scroll, within 6 claimed + 12 idle"))
   }
 
-  @Test func readmeOpensWithTheTwoCommandsAndEveryLinkResolves() throws {
+  @Test func readmeOpensWithTheTwoCommandsAndEveryLinkResolves() async throws {
     let root = URL(fileURLWithPath: #filePath)
       .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
@@ -639,7 +658,7 @@ func tileFiles(in folder: URL) throws -> [String] {
 
 @Suite("Playgrounds: server jobs", .timeLimit(.minutes(2)))
 struct ServerJobsPlaygroundTests {
-  @Test func serverJobsQuitsMidWayAndOnResumeFetchesOnlyTheFinishedServerJobsResult() throws {
+  @Test func serverJobsQuitsMidWayAndOnResumeFetchesOnlyTheFinishedServerJobsResult() async throws {
     let folder = temporaryPath("ServerJobs")
     defer { try? FileManager.default.removeItem(at: folder) }
     let requestLog = folder.appendingPathComponent("job-service/requests.log")
@@ -651,7 +670,7 @@ struct ServerJobsPlaygroundTests {
     }
 
     // The first run: the server's job is submitted and followed, then both jobs are saved paused.
-    let (first, firstStatus) = try runPlayground("ServerJobs", arguments: ["--output", folder.path])
+    let (first, firstStatus) = try await runPlayground("ServerJobs", arguments: ["--output", folder.path])
     #expect(firstStatus == 0, "\(first)")
     #expect(first.contains("[offline map] LoadableKit.ServerJob: Submitted: the server's job id is j1"))
     #expect(lines(first, "▸ 1.").last == "the server's job j1 is executing, a quarter done or more")
@@ -677,7 +696,7 @@ struct ServerJobsPlaygroundTests {
     #expect(started.filter { $0 == "[offline map] LoadableKit.ServerJob: Reconnecting to server job j1, last seen executing" }.count == 2)
 
     // The second run, an hour later: the server's job finished meanwhile.
-    let (second, secondStatus) = try runPlayground("ServerJobs", arguments: ["--resume", folder.path])
+    let (second, secondStatus) = try await runPlayground("ServerJobs", arguments: ["--resume", folder.path])
     #expect(secondStatus == 0, "\(second)")
     let restored = lines(second, "▸ 1.")
     #expect(restored.count == 2)
@@ -700,7 +719,7 @@ struct ServerJobsPlaygroundTests {
     #expect(lines(second, "▸ 4.") == ["41 writes for 41 tiles; every tile fetched exactly once: true"])
 
     // Once more: both jobs were saved finished, and the service is asked nothing.
-    let (third, thirdStatus) = try runPlayground("ServerJobs", arguments: ["--resume", folder.path])
+    let (third, thirdStatus) = try await runPlayground("ServerJobs", arguments: ["--resume", folder.path])
     #expect(thirdStatus == 0)
     #expect(third.contains("both jobs already finished: start() → false, false; a finished job never runs again"))
     #expect(try requests().count == firstRequests.count + 2)

@@ -133,16 +133,17 @@ struct ServerJobRunnerTests {
     await expectSleep(until: 1)
     await clock.waitForSleepers(1)
     let returned = Mutex(false)
+    let returnedOwner = LockOwner()
     let canceller = Task {
       let cancelled = await job.cancel()
-      returned.withLock { $0 = true }
+      returned.withLock(owner: returnedOwner) { $0 = true }
       server.cancelArrived.open()  // so that the test does not hang when the server was not asked
       return cancelled
     }
     await server.cancelArrived.wait()
     #expect(server.requests("cancel") == 1)
     #expect(job.status == .canceling, "the job waits for the server's answer")
-    #expect(returned.withLock { $0 } == false)
+    #expect(returned.withLock(owner: returnedOwner) { $0 } == false)
     #expect(job.messages.last?.text == "Asking the server to cancel job job-1")
     gate.open()
     #expect(await canceller.value)

@@ -12,8 +12,8 @@ struct ServerJobServiceTests {
   final class Now: Sendable {
     let seconds = Mutex<Double>(0)
     let start = Date(timeIntervalSinceReferenceDate: 800_000_000)
-    var date: Date { start.addingTimeInterval(seconds.withLock { $0 }) }
-    func advance(_ delta: Double) { seconds.withLock { $0 += delta } }
+    var date: Date { start.addingTimeInterval(seconds.withLock(owner: self) { $0 }) }
+    func advance(_ delta: Double) { seconds.withLock(owner: self) { $0 += delta } }
   }
 
   let directory = FileManager.default.temporaryDirectory.appendingPathComponent("JobService-\(UUID().uuidString)")

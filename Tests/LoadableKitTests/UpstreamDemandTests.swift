@@ -10,8 +10,8 @@ struct UpstreamDemandTests {
   /// The priority each level saw once its work could go on.
   final class Seen: Sendable {
     let values = Mutex<[String: TaskPriority]>([:])
-    func record(_ name: String) { values.withLock { $0[name] = Task.currentPriority } }
-    subscript(name: String) -> TaskPriority? { values.withLock { $0[name] } }
+    func record(_ name: String) { values.withLock(owner: self) { $0[name] = Task.currentPriority } }
+    subscript(name: String) -> TaskPriority? { values.withLock(owner: self) { $0[name] } }
   }
 
   @Test func raisingAClaimRaisesTheAttemptsItsLoadWaitsFor() async throws {

@@ -165,19 +165,16 @@ public final class JobManager: @unchecked Sendable {
       return true
     }
     guard added else { throw JobError(code: .unknownJob, message: "the manager already holds this job") }
-    switch job.persistentForm().data {
-    case .success(let data):
-      do {
-        try store.save(data, id: entry.id)
-      } catch {
-        state.withLock(owner: self) { $0.entries.removeAll { $0 === entry } }
-        throw error as? JobError ?? JobError(code: .storeFailed, message: "\(error)", underlyingError: error)
-      }
-    case .failure(let error):
-      state.withLock(owner: self) { $0.entries.removeAll { $0 === entry } }
-      throw error
-    }
+    // Watch first, then save: a checkpoint the work saves meanwhile is in this save or the next,
+    // and its pause points wait for it either way.
     adopt(entry)
+    do {
+      try write(entry)
+    } catch {
+      state.withLock(owner: self) { $0.entries.removeAll { $0 === entry } }
+      release(entry)
+      throw error as? JobError ?? JobError(code: .storeFailed, message: "\(error)", underlyingError: error)
+    }
     registrar.withMutation(of: self, keyPath: \.jobs) {}
     emit(.added(id: entry.id))
     return ManagedJob(id: entry.id, job: job)

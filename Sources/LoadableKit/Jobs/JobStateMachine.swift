@@ -284,10 +284,10 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   // MARK: - Durability
 
-  /// Makes pause points wait for the store to confirm each checkpoint, or stops doing so.
+  /// Makes pause points wait for the store to confirm each checkpoint (the checkpoints saved so far
+  /// included, until the first confirmation), or stops doing so.
   mutating func requireDurability(_ required: Bool) -> Effects {
     durabilityRequired = required
-    durableGeneration = checkpointGeneration
     return releaseDurabilityWaiters()
   }
 
