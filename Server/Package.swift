@@ -16,6 +16,7 @@ let package = Package(
       name: "ExampleServer",
       dependencies: [
         .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "LoadableKit", package: "swift-loadable"),
         .product(name: "ExampleServices", package: "swift-loadable"),
       ]
     ),

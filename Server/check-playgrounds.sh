@@ -32,17 +32,42 @@ if [ -z "$url" ]; then
 fi
 echo "example-server at $url"
 
-# What differs between two runs anyway: load times, the portal's view counter (kept by the
+# What differs between two runs anyway: load times (MapViewer's trace tree ends its lines with
+# them), the portal's view counter (kept by the
 # server across runs), temporary folders, and the tile at which OfflineMapJob's pause lands (a
 # tile whose request is on the wire when the pause comes is finished first).
 normalize() {
-  sed -E 's/[0-9.]+ ms\]/N ms]/g; s/[0-9,]+ views/N views/g; s#/tmp/[A-Za-z0-9._-]+#TMP#g' |
+  sed -E 's/[0-9.]+ ms\]/N ms]/g; s/ in [0-9]+ ms$/ in N ms/; s/[0-9,]+ views/N views/g; s#/tmp/[A-Za-z0-9._-]+#TMP#g' |
     sed -E 's/tile [0-9]+ of/tile N of/g; s/"bytes":[0-9]+,"tilesDone":[0-9]+/CHECKPOINT/; s/[0-9]+ tiles on disk, [0-9]+ writes/N tiles on disk, N writes/'
 }
+
+# ServerJobs runs twice each way (the first run, then --resume in its folder), so its folders
+# are named, and the lines of the resume's steps 1 and 2 are compared in any order: the jobs are
+# restored in no set order, and their messages are printed by concurrent tasks, in-process too.
+server_jobs() {  # server_jobs <local|http> [--server URL]
+  local folder="$work/ServerJobs-$1"
+  shift
+  "$bin/ServerJobs" --output "$folder" "$@"
+  "$bin/ServerJobs" --resume "$folder" "$@"
+}
+unordered_resume() {
+  sed -E 's#/ServerJobs-(local|http)#/ServerJobs-RUN#g' > "$work/unordered"
+  sed '/^▸ 1\. JobManager/,$d' "$work/unordered"
+  sed -n '/^▸ 1\. JobManager/,/^▸ 3\./p' "$work/unordered" | sed '$d' | sort
+  sed -n '/^▸ 3\./,$p' "$work/unordered"
+}
+echo "-- ServerJobs, both runs, --server $url"
+server_jobs local > "$work/ServerJobs.local"
+server_jobs http --server "$url" > "$work/ServerJobs.http" 2> "$work/ServerJobs.err"
+if ! diff <(unordered_resume < "$work/ServerJobs.local" | normalize) <(unordered_resume < "$work/ServerJobs.http" | normalize); then
+  echo "ServerJobs: the output over HTTP differs from the in-process one (above)" >&2
+  exit 1
+fi
 
 for dir in Playgrounds/*/; do
   [ -f "$dir/main.swift" ] || continue
   name=$(basename "$dir")
+  [ "$name" = ServerJobs ] && continue  # above
   echo "-- $name --server $url"
   "$bin/$name" > "$work/$name.local"
   "$bin/$name" --server "$url" > "$work/$name.http" 2> "$work/$name.err"
@@ -61,10 +86,20 @@ for expected in \
   "GET /portal/sharing/rest/portals/self → 200" \
   "GET /portal/sharing/rest/portals/self → 503" \
   "GET /gis/.*/tile/.* → 200" \
-  "GET /geocode/GeocodeServer/findAddressCandidates.* → 200"; do
+  "GET /geocode/GeocodeServer/findAddressCandidates.* → 200" \
+  "POST /gp/GenerateOfflineMap/submitJob.* → 200" \
+  "GET /gp/jobs/j1?messagesAfter=.* → 503" \
+  "GET /gp/jobs/j1/result → 200"; do
   if ! grep -q -- "$expected" "$work/server.log"; then
     echo "the server's log has no line like: $expected" >&2
     tail -20 "$work/server.log" >&2
+    exit 1
+  fi
+done
+# ServerJobs submitted its job once and fetched its result once, over both runs.
+for once in "POST /gp/GenerateOfflineMap/submitJob" "GET /gp/jobs/j1/result"; do
+  if [ "$(grep -c -- "$once" "$work/server.log")" != 1 ]; then
+    echo "the server's log has not exactly one $once" >&2
     exit 1
   fi
 done

@@ -76,6 +76,18 @@ public final class HTTPClient: Sendable {
   ///   on the wire); ``ServiceError`` for an answer other than `2xx`; ``NetworkError`` when the
   ///   connection fails.
   public func get(_ path: String, query: [URLQueryItem] = [], headers: [String: String] = [:]) async throws -> Data {
+    let (data, http) = try await send("GET", path, query: query, headers: headers)
+    guard (200..<300).contains(http.statusCode) else { throw Self.serviceError(http, path: path) }
+    return data
+  }
+
+  /// Sends `method path?query` with `headers`, and returns the answer whatever its status.
+  ///
+  /// - Throws: `CancellationError` when the calling task is cancelled (the request is cancelled
+  ///   on the wire); ``NetworkError`` when the connection fails.
+  public func send(
+    _ method: String, _ path: String, query: [URLQueryItem] = [], headers: [String: String] = [:]
+  ) async throws -> (Data, HTTPURLResponse) {
     var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!
     components.percentEncodedPath = components.percentEncodedPath.trimmingSuffix("/")
       + (path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path)
@@ -84,6 +96,7 @@ public final class HTTPClient: Sendable {
       throw NetworkError(code: .other, path: path, message: "not a valid URL: \(baseURL) + \(path)")
     }
     var request = URLRequest(url: url)
+    request.httpMethod = method
     for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
     try Task.checkCancellation()
     let data: Data
@@ -96,13 +109,27 @@ public final class HTTPClient: Sendable {
     guard let http = response as? HTTPURLResponse else {
       throw NetworkError(code: .malformedResponse, path: path, message: "not an HTTP answer")
     }
-    guard (200..<300).contains(http.statusCode) else {
-      let retryAfter = (http.value(forHTTPHeaderField: "Retry-After")).flatMap(Int.init).map { Duration.seconds($0) }
-      throw ServiceError(
-        code: http.statusCode, reason: HTTPURLResponse.localizedString(forStatusCode: http.statusCode).capitalized,
-        path: path, retryAfter: retryAfter)
+    return (data, http)
+  }
+
+  /// The ``ServiceError`` for an answer other than `2xx`, with the delay of its `Retry-After`.
+  static func serviceError(_ http: HTTPURLResponse, path: String) -> ServiceError {
+    let retryAfter = (http.value(forHTTPHeaderField: "Retry-After")).flatMap(Int.init).map { Duration.seconds($0) }
+    return ServiceError(
+      code: http.statusCode, reason: HTTPURLResponse.localizedString(forStatusCode: http.statusCode).capitalized,
+      path: path, retryAfter: retryAfter)
+  }
+
+  /// Decodes `data`, the answer to `path`, as the JSON of `type`.
+  ///
+  /// - Throws: ``NetworkError`` with the code ``NetworkError/Code/malformedResponse`` when it is not.
+  static func decode<T: Decodable>(_ type: T.Type, _ data: Data, path: String) throws -> T {
+    do {
+      return try JSONDecoder().decode(type, from: data)
+    } catch {
+      throw NetworkError(
+        code: .malformedResponse, path: path, message: "the answer is not the JSON of \(type) (\(data.count) bytes)")
     }
-    return data
   }
 
   /// `GET path?query` with `headers`, decoding the JSON answer as `type`.
@@ -112,13 +139,7 @@ public final class HTTPClient: Sendable {
   public func get<T: Decodable>(
     _ type: T.Type, _ path: String, query: [URLQueryItem] = [], headers: [String: String] = [:]
   ) async throws -> T {
-    let data = try await get(path, query: query, headers: headers)
-    do {
-      return try JSONDecoder().decode(type, from: data)
-    } catch {
-      throw NetworkError(
-        code: .malformedResponse, path: path, message: "the answer is not the JSON of \(type) (\(data.count) bytes)")
-    }
+    try Self.decode(type, try await get(path, query: query, headers: headers), path: path)
   }
 
   private static func translate(_ error: URLError, path: String) -> any Error {

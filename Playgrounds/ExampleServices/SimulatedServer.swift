@@ -145,8 +145,9 @@ public final class SimulatedServer: Sendable {
     }
   }
 
-  /// The headers that tell the real server to answer as this one would.
-  private func staging(for path: String) -> [String: String] {
+  /// The headers that tell the real server to answer as this one would; counts the request
+  /// in the log and against a scheduled outage.
+  func staging(for path: String) -> [String: String] {
     let (delay, fails) = arrive(path)
     let (seconds, attoseconds) = delay.components
     var headers = ["X-Latency-Ms": "\(seconds * 1000 + attoseconds / 1_000_000_000_000_000)"]

@@ -16,8 +16,9 @@ struct Arguments {
       case ("--resume", let path?):
         folder = URL(fileURLWithPath: path, isDirectory: true)
         resume = true
+      case ("--server", _?): continue  // read by RedlandsServices.commandLineServer
       default:
-        print("usage: ServerJobs [--output <folder>] | --resume <folder>")
+        print("usage: ServerJobs [--output <folder>] | --resume <folder>, each with [--server <URL>]")
         exit(2)
       }
     }
@@ -29,14 +30,32 @@ struct Arguments {
 
 let arguments = Arguments(CommandLine.arguments.dropFirst())
 
-/// The app's connection to the job service, shared as `URLSession.shared` would be. The service
-/// keeps its jobs in the run's folder, so the second run finds the first run's job; the second
-/// run comes back "an hour later": its service clock is an hour ahead.
-let jobService: JobService = {
+/// What the playground asks of its job service: the API, the outages it stages, and the log of
+/// what was asked.
+protocol PlaygroundJobService: JobServiceAPI {
+  var server: SimulatedServer { get }
+  var requestLog: [String] { get }
+  func requests(_ verb: String) -> Int
+}
+
+extension JobService: PlaygroundJobService {}
+extension JobServiceClient: PlaygroundJobService {}
+
+/// How far ahead of the wall clock the job service's clock runs: the second run comes back
+/// "an hour later".
+let serviceClockAhead: TimeInterval = arguments.resume ? 3600 : 0
+
+/// The app's connection to the job service, shared as `URLSession.shared` would be. In-process,
+/// the service keeps its jobs in the run's folder, so the second run finds the first run's job,
+/// and its clock is an hour ahead in the second run. With `--server URL`, the jobs are the
+/// `example-server`'s, and main.swift moves the server's clock; the request log stays in the folder.
+let jobService: any PlaygroundJobService = {
   do {
-    let later: TimeInterval = arguments.resume ? 3600 : 0
-    return try JobService(
-      directory: arguments.folder.appendingPathComponent("job-service"), now: { Date().addingTimeInterval(later) })
+    let directory = arguments.folder.appendingPathComponent("job-service")
+    if let server = RedlandsServices.commandLineServer {
+      return try JobServiceClient(baseURL: server, directory: directory)
+    }
+    return try JobService(directory: directory, now: { Date().addingTimeInterval(serviceClockAhead) })
   } catch {
     print("ServerJobs: cannot open the job service in \(arguments.folder.path): \(error)")
     exit(1)
@@ -44,7 +63,7 @@ let jobService: JobService = {
 }()
 
 /// The Redlands services, for the job that runs on this device.
-let redlands = RedlandsServices()
+let redlands = RedlandsServices(server: RedlandsServices.commandLineServer)
 
 /// A job that runs on the server: generate an offline map of an area. The parameters of a `Job`;
 /// its checkpoint is the server's job id and what the client has seen of it.
@@ -53,8 +72,12 @@ struct GenerateOfflineMap: JobWork {
   var area: String
 
   func run(in context: JobContext<ServerJobCheckpoint>) async throws -> JobResult {
+    try await run(on: jobService, in: context)
+  }
+
+  private func run(on service: some JobServiceAPI, in context: JobContext<ServerJobCheckpoint>) async throws -> JobResult {
     let runner = ServerJobRunner(
-      service: jobService,
+      service: service,
       pollSchedule: .exponential(initial: .milliseconds(100), maximum: .milliseconds(400)),
       serverMessageSource: "job service")
     return try await runner.run(submitting: JobRequest(task: "GenerateOfflineMap", parameters: ["area": area]), in: context)

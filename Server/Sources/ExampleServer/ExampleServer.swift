@@ -1,6 +1,7 @@
 import ExampleServices
 import Foundation
 import Hummingbird
+import LoadableKit
 
 /// An HTTP server for the playgrounds' example services: it serves what `ExampleServices`
 /// serves in-process, under one prefix per service.
@@ -10,7 +11,10 @@ import Hummingbird
 /// - `GET /gis/<service path>`, `/gis/<feature service>/<layer>`, `/gis/<map service>/tile/<level>/<row>/<column>`
 /// - `GET /geocode/GeocodeServer`, `/geocode/GeocodeServer/findAddressCandidates?text=…&maxResults=…&minScore=…&countryCode=…`,
 ///   `/geocode/GeocodeServer/reverseGeocode?x=…&y=…`
-/// - `GET /admin/log`: the request log as text; `POST /admin/staging?…`: see ``Staging``.
+/// - `POST /gp/<task>/submitJob`, `GET /gp/jobs/<id>`, `POST /gp/jobs/<id>/cancel`, `GET /gp/jobs/<id>/result`:
+///   the job service (see `JobRoutes`), its jobs kept in a directory of their own.
+/// - `GET /admin/log`: the request log as text; `POST /admin/staging?…`: see ``Staging``;
+///   `POST /admin/jobs/clock?offsetSeconds=…`: moves the job service's clock.
 ///
 /// Latency, outages and faults come from ``Staging``. Every request is logged in ``log`` with
 /// its outcome; a client that closes its connection before the answer cancels the handler and
@@ -20,9 +24,16 @@ public final class ExampleServer: Sendable {
   public let log: RequestLog
   private let services = RedlandsServices(latency: .zero)
   private let staging = StagingTable()
+  private let jobs: Result<JobRoutes, any Error>
 
-  public init(log: RequestLog = RequestLog()) {
+  /// Creates a server that logs its requests in `log` and keeps the job service's jobs in
+  /// `jobsDirectory` (a new temporary directory by default).
+  public init(log: RequestLog = RequestLog(), jobsDirectory: URL? = nil) {
     self.log = log
+    let directory =
+      jobsDirectory
+      ?? FileManager.default.temporaryDirectory.appendingPathComponent("example-server-jobs-\(UUID().uuidString.prefix(8))")
+    jobs = Result { try JobRoutes(directory: directory) }
   }
 
   /// The Hummingbird application, listening on `host`:`port` (0 picks a free port); it calls
@@ -44,7 +55,17 @@ public final class ExampleServer: Sendable {
       staging.set(value == Staging() ? nil : value, for: service)
       return "\(service): \(value)\n"
     }
+    router.post("/admin/jobs/clock") { [jobs] request, _ -> String in
+      guard let seconds = request.uri.queryParameters.get("offsetSeconds", as: Double.self) else {
+        throw HTTPError(.badRequest, message: "offsetSeconds takes a number of seconds")
+      }
+      try jobs.get().setClockOffset(seconds)
+      return "job service clock: wall clock + \(seconds) s\n"
+    }
     router.get("**") { [self] request, _ in try await self.respond(to: request) }
+    // The router matches the longest path first: `/gp/**` needs its GET routes too.
+    router.get("/gp/**") { [self] request, _ in try await self.respond(to: request) }
+    router.post("/gp/**") { [self] request, _ in try await self.respond(to: request) }
     return Application(
       router: router,
       configuration: .init(address: .hostname(host, port: port), serverName: "example-server"),
@@ -63,7 +84,7 @@ public final class ExampleServer: Sendable {
       // The handler is cancelled when the client closes its connection.
       let (status, body) = try await request.body.consumeWithCancellationOnInboundClose { _ in
         try await Task.sleep(for: stage.latency)
-        return await self.answer(path: path, query: request.uri.queryParameters, stage: stage)
+        return await self.answer(method: "\(request.method)", path: path, query: request.uri.queryParameters, stage: stage)
       }
       return respond(number, status: status, body: body, stage: stage, started: started)
     } catch {
@@ -96,15 +117,17 @@ public final class ExampleServer: Sendable {
   private struct CutOff: Error {}
 
   /// The status and body for `path`.
-  private func answer(path: String, query: Parameters, stage: Staging) async -> (Int, Data) {
+  private func answer(method: String, path: String, query: Parameters, stage: Staging) async -> (Int, Data) {
     if let status = stage.status {
       return (status, Self.errorBody(status, HTTPResponse.Status(code: status).reasonPhrase))
     }
     if stage.fault == .malformedJSON { return (200, Data("{\"name\": \"Redlands".utf8)) }
     do {
-      return (200, try await route(path: path, query: query))
+      return (200, try await route(method: method, path: path, query: query))
     } catch let error as ServiceError {
       return (error.code, Self.errorBody(error.code, error.reason))
+    } catch let error as ServerJobError {
+      return JobRoutes.answer(for: error)
     } catch {
       return (500, Self.errorBody(500, "\(error)"))
     }
@@ -115,7 +138,7 @@ public final class ExampleServer: Sendable {
     return Data("{\"error\": {\"code\": \(code), \"message\": \"\(escaped)\"}}".utf8)
   }
 
-  private func route(path: String, query: Parameters) async throws -> Data {
+  private func route(method: String, path: String, query: Parameters) async throws -> Data {
     let encoder = JSONEncoder()
     encoder.outputFormatting = .sortedKeys
     let parts = path.split(separator: "/").map(String.init)
@@ -156,6 +179,8 @@ public final class ExampleServer: Sendable {
         return try encoder.encode(try await services.geocoder.reverseGeocode(point))
       default: break
       }
+    case "gp":
+      return try await jobs.get().answer(method: method, path: rest, query: query)
     default: break
     }
     throw ServiceError.notFound(path)

@@ -11,7 +11,7 @@ import HTTPTypes
 /// - `X-Fault: cut-off` closes the connection half-way through the body; `X-Fault: malformed-json`
 ///   answers `200` with a body that is not JSON.
 ///
-/// The admin endpoint sets the same for every request of one service (`portal`, `gis`,
+/// The admin endpoint sets the same for every request of one service (`portal`, `gis`, `gp`,
 /// `geocode`, or `all`): `POST /admin/staging?service=portal&down=true&retryAfter=1&latencyMs=300`,
 /// and `POST /admin/staging?service=all` clears it.
 public struct Staging: Sendable, Hashable {
