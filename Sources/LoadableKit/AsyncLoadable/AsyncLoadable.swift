@@ -334,7 +334,12 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     defer { context.endWait(on: self) }
     // Demand flows upstream: when the dependent's task is escalated (a claim on a key raised to
     // visible, a higher-priority caller joining), the attempt it waits for is escalated too, and
-    // so on up the graph, each waiting attempt passing it on to the one it waits for.
+    // so on up the graph, each waiting attempt passing it on to the one it waits for. (Apple
+    // platforms before 26 have no escalation handler: there a dependency keeps the priority it
+    // started with.)
+    guard #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *) else {
+      return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: context)
+    }
     return try await withTaskPriorityEscalationHandler {
       try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: context)
     } onPriorityEscalated: { _, priority in
