@@ -1,4 +1,4 @@
-import LoadableKit
+@testable import LoadableKit
 import LoadableKitTesting
 import Synchronization
 import Testing
@@ -62,5 +62,46 @@ struct UpstreamDemandTests {
     await eventually { thumbnails.snapshot(for: "row 9")?.status == .loaded }
     #expect(try #require(seen["portal"]) < ClaimPriority.visible.taskPriority)
     claim.end()
+  }
+}
+
+@Suite("Upstream demand, deep", .timeLimit(.minutes(1)))
+struct DeepUpstreamDemandTests {
+  /// Escalating the top of a very long waiting chain does not escalate one level inside the other:
+  /// the runtime calls each escalation handler within the escalated task's status lock.
+  @Test func escalatingALongWaitingChainDoesNotRecurse() async throws {
+    final class Link: AsyncLoadable<Int>, @unchecked Sendable {
+      nonisolated(unsafe) var next: Link?
+      let gate: ControlledLoad<Void>?
+      init(gate: ControlledLoad<Void>?) {
+        self.gate = gate
+        super.init()
+      }
+      override func performLoad() async throws -> Int {
+        if let next { return try await next.fetch() + 1 }
+        try await gate!.operation()
+        return 0
+      }
+    }
+    let gate = ControlledLoad<Void>()
+    let bottom = Link(gate: gate)
+    var top = bottom
+    let depth = 20_000
+    var links = [bottom]
+    for _ in 1..<depth {
+      let link = Link(gate: nil)
+      link.next = top
+      top = link
+      links.append(link)
+    }
+    let start = top
+    let low = Task(priority: .background) { try await start.fetch() }
+    await gate.waitForStart()
+    let high = Task(priority: .high) { try await start.fetch() }  // escalates the whole chain
+    await eventually { start.waiterCount == 2 }
+    gate.resolve(())
+    #expect(try await high.value == depth - 1)
+    #expect(try await low.value == depth - 1)
+    for link in links { link.next = nil }
   }
 }

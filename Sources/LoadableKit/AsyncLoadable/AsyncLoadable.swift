@@ -343,13 +343,15 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     return try await withTaskPriorityEscalationHandler {
       try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: context)
     } onPriorityEscalated: { _, priority in
-      self.escalateRunningAttempt(to: priority)
+      // Called synchronously by the runtime, within the escalated task's status lock: a long chain
+      // must not escalate one level inside the other (the trampoline goes on a new task past 32).
+      Trampoline.run { self.escalateRunningAttempt(to: priority) }
     }
   }
 
   /// Raises the priority of the running attempt's task (a task's priority is never lowered).
   final func escalateRunningAttempt(to priority: TaskPriority) {
-    withState { $0.attempt?.task }?.escalatePriority(to: priority)
+    withState { $0.escalate(to: priority) }?.escalatePriority(to: priority)
   }
 
   /// Waits for the running attempt, joining it or starting one: the second half of
@@ -370,10 +372,12 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         case .joined(let task):
           let priority = Task.currentPriority
           (task ?? withState { $0.escalate(to: priority) })?.escalatePriority(to: priority)
-        case .none: break
-        case .started(let attempt): launch(attempt, parent: context)
+        case .none, .started: break
         }
+        // Observers hear of `.loading` before the attempt starts, so that a fast attempt cannot
+        // resume its callers before the observers are told (this caller holds the delivery role).
         AttemptContext.outside { deliver(event, contentChanged: false) }
+        if case .started(let attempt) = decision { launch(attempt, parent: context) }
       }
     } onCancel: {
       let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
@@ -488,7 +492,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     if effects.changedContent, case .success = effects.result {
       notifyContentListeners()
     }
-    if effects.endedAttempt { attemptDidEnd() }
+    if effects.endedAttempt { attemptDidEnd(committed: effects.attemptCommitted) }
     for case let (_, waiter)? in effects.waiters {
       waiter.resume(with: effects.result)
     }
@@ -520,9 +524,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// override it (see ``needsSync``).
   var hasStaleSources: Bool { false }
 
-  /// Called after an attempt's outcome was stored and observers were told, before its callers
-  /// resume. A live view applies the source changes that arrived while the attempt ran.
-  func attemptDidEnd() {}
+  /// Called after an attempt's outcome was stored (or the attempt was cancelled or undone) and
+  /// observers were told, before its callers resume. A live view applies the source changes that
+  /// arrived while the attempt ran.
+  func attemptDidEnd(committed: Bool) {}
 
   /// Notifies observers of a status change, outside the lock.
   final func deliver(_ event: LoadStateMachine<Content>.StatusEvent?, contentChanged: Bool) {

@@ -21,8 +21,11 @@ struct LoadEffects {
   var event: LoadStatusEvent?
   var cancelTask: Task<Void, Never>?
   var changedContent = false
-  /// The current attempt ended (with its result used): a live view re-checks its sources.
+  /// The current attempt ended: a live view re-checks its sources.
   var endedAttempt = false
+  /// `false` when it ended without its result being used (cancelled, or undone by a cascade):
+  /// what it derived its content from does not count.
+  var attemptCommitted = true
   /// What the state let go of: destroyed with the effects, after the lock is released, because
   /// a content's or an error's `deinit` is user code (and the attempt holds copies of both).
   var released = LoadReleased()
@@ -30,6 +33,9 @@ struct LoadEffects {
 
 struct LoadReleased {
   var attempt: RunningAttempt?
+  /// The ended attempt's context: it holds the loadable, so an attempt kept after it ended (a
+  /// key's last shown attempt) must not keep it.
+  var context: AttemptContext?
   var content: (any Sendable)?
   var error: (any Error)?
 }

@@ -219,6 +219,7 @@ struct LoadStateMachine<Content: Sendable> {
     var effects = Effects(waiters: attempt.waiters)
     effects.endedAttempt = true
     effects.released = Released(attempt: attempt, content: content, error: error)
+    effects.released.context = attempt.context.take()
     switch result {
     case .success(let value):
       content = value
@@ -241,11 +242,15 @@ struct LoadStateMachine<Content: Sendable> {
     guard let attempt else { return Effects() }
     self.attempt = nil
     let failure = CancellationError()
-    let released = Released(attempt: attempt, content: nil, error: error)
+    var released = Released(attempt: attempt, content: nil, error: error)
+    released.context = attempt.context.take()
     error = failure
-    return Effects(
+    var effects = Effects(
       waiters: attempt.waiters, result: .failure(failure), event: setStatus(.failed), cancelTask: attempt.task,
       released: released)
+    effects.endedAttempt = true
+    effects.attemptCommitted = false
+    return effects
   }
 
   /// A waiting caller's task was cancelled: that waiter alone throws `CancellationError`. When the
@@ -270,6 +275,9 @@ struct LoadStateMachine<Content: Sendable> {
     var effects = Effects()
     effects.cancelTask = attempt.task
     effects.released = Released(attempt: attempt, content: content, error: error)
+    effects.released.context = attempt.context.take()
+    effects.endedAttempt = true
+    effects.attemptCommitted = false
     content = attempt.previousContent.map { $0 as! Content }
     error = attempt.previousError
     effects.event = setStatus(attempt.previousStatus)

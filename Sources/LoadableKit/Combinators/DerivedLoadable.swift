@@ -27,8 +27,12 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
       defer { derivedFrom.inner = nil }
       return derivedFrom.inner?.node
     }
-    DeferredRelease.release((sources, consume inner))
-    sources = []
+    // Sources are recorded as dependencies, so the state has extras and AsyncLoadable's deinit
+    // drains the queue; a loadable without sources has nothing to queue.
+    if !sources.isEmpty || inner != nil {
+      DeferredRelease.release((sources, consume inner))
+      sources = []
+    }
   }
 
   /// Loads every source with the running attempt's intent and returns their contents in order.
@@ -78,6 +82,11 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   }
 
   final var derivedVersions: [UInt64] { derivedFrom.withLock(owner: self) { $0.sources } }
+
+  /// Forgets which source versions the content was derived from (none is newer than 0).
+  final func forgetDerivation() {
+    derivedFrom.withLock(owner: self) { $0.sources = Array(repeating: 0, count: $0.sources.count) }
+  }
 
   /// The loadable the last `flatMap` transform returned, if any.
   final var innerSource: (any DependencyNode)? { derivedFrom.withLock(owner: self) { $0.inner?.node } }
@@ -168,8 +177,16 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     return content
   }
 
-  override func attemptDidEnd() {
-    if changedDuringAttempt.exchange(false, ordering: .acquiringAndReleasing) { sourcesChanged() }
+  override func attemptDidEnd(committed: Bool) {
+    let changed = changedDuringAttempt.exchange(false, ordering: .acquiringAndReleasing)
+    if !committed {
+      // The attempt may have recorded versions it derived from, but its content was not kept:
+      // forget them, so that the content is recomputed from the sources as they are now.
+      forgetDerivation()
+      sourcesChanged()
+    } else if changed {
+      sourcesChanged()
+    }
   }
 
   /// Whether a source change can be applied now: only while loaded and idle. While an attempt

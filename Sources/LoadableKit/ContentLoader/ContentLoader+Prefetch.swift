@@ -48,6 +48,7 @@ extension ContentLoader {
     /// Stops prefetching `keys`: a load that only the prefetch wanted is cancelled, or never
     /// starts when it still waits for `maximumConcurrentLoads`.
     public func cancel(_ keys: some Sequence<Key>) {
+      let keys = Array(keys)  // a lazy sequence's closures are user code: not under the lock
       let ended = claims.withLock(owner: self) { claims in keys.compactMap { claims.removeValue(forKey: $0) } }
       for claim in ended { claim.end() }
     }
