@@ -79,6 +79,7 @@ public final class JobService: JobServiceAPI, Sendable {
   public let server: SimulatedServer
   /// The directory that holds `jobs.json` and `requests.log`.
   public let directory: URL
+  private let log: RequestLogFile
   private let now: @Sendable () -> Date
   private let tasks: [String: TaskInfo]
   private let state: Locked<Stored>
@@ -96,6 +97,7 @@ public final class JobService: JobServiceAPI, Sendable {
   ) throws {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     self.directory = directory
+    log = RequestLogFile(in: directory)
     self.now = now
     server = SimulatedServer(name: "job service", latency: latency)
     tasks = ExampleData.bundled(Catalog.self, from: "job-service.json").tasks
@@ -168,8 +170,7 @@ public final class JobService: JobServiceAPI, Sendable {
   /// `submit GenerateOfflineMap → j1`, `status j1 → executing`, `result j1 → offline-map.mmpk`,
   /// or `… → 503 Service Unavailable` for a request that failed.
   public var requestLog: [String] {
-    let text = (try? String(contentsOf: logURL, encoding: .utf8)) ?? ""
-    return text.split(separator: "\n").map(String.init)
+    log.lines
   }
 
   /// How many requests of `verb` (`submit`, `status`, `cancel`, `result`) the log holds.
@@ -208,7 +209,6 @@ public final class JobService: JobServiceAPI, Sendable {
 
   // MARK: - Storage
 
-  private var logURL: URL { directory.appendingPathComponent("requests.log") }
 
   /// Writes the jobs to `jobs.json` atomically (a temporary file, then a rename).
   private func save(_ stored: Stored) throws {
@@ -223,23 +223,11 @@ public final class JobService: JobServiceAPI, Sendable {
   ) async throws -> T {
     do {
       let value = try await server.respond(to: path, answer)
-      append(line(value))
+      log.append(line(value))
       return value
     } catch {
-      append("\(request) → \(describe(error))")
+      log.append("\(request) → \(describe(error))")
       throw error
-    }
-  }
-
-  private func append(_ line: String) {
-    state.withLock { _ in  // one writer at a time
-      if !FileManager.default.fileExists(atPath: logURL.path) {
-        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
-      }
-      guard let file = try? FileHandle(forWritingTo: logURL) else { return }
-      defer { try? file.close() }
-      _ = try? file.seekToEnd()
-      try? file.write(contentsOf: Data((line + "\n").utf8))
     }
   }
 }

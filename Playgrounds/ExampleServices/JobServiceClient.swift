@@ -27,7 +27,7 @@ public final class JobServiceClient: JobServiceAPI, Sendable {
   /// The directory that holds `requests.log`.
   public let directory: URL
   private let client: HTTPClient
-  private let lock = Locked(())
+  private let log: RequestLogFile
 
   /// A client for the job service of the server at `baseURL`, logging in `directory`.
   ///
@@ -39,6 +39,7 @@ public final class JobServiceClient: JobServiceAPI, Sendable {
   public init(baseURL: URL, directory: URL, latency: Duration = RedlandsServices.defaultLatency) throws {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     self.directory = directory
+    log = RequestLogFile(in: directory)
     client = HTTPClient(baseURL: baseURL)
     server = SimulatedServer(name: "job service", latency: latency)
   }
@@ -89,8 +90,7 @@ public final class JobServiceClient: JobServiceAPI, Sendable {
 
   /// Every request so far, with its outcome, one line each, as ``JobService/requestLog`` has them.
   public var requestLog: [String] {
-    let text = lock.withLock { _ in (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
-    return text.split(separator: "\n").map(String.init)
+    log.lines
   }
 
   /// How many requests of `verb` (`submit`, `status`, `cancel`, `result`) the log holds.
@@ -101,7 +101,6 @@ public final class JobServiceClient: JobServiceAPI, Sendable {
   /// The body of an answer that carries a job error.
   private struct CarriedJobError: Decodable { var jobError: ServerJobError }
 
-  private var logURL: URL { directory.appendingPathComponent("requests.log") }
 
   /// Sends the request, decodes the answer as `type`, and logs it with its outcome.
   nonisolated(nonsending) private func send<Answer: Decodable, T>(
@@ -116,23 +115,11 @@ public final class JobServiceClient: JobServiceAPI, Sendable {
         throw HTTPClient.serviceError(http, path: fullPath)
       }
       let answer = value(try HTTPClient.decode(type, data, path: fullPath))
-      append(line(answer))
+      log.append(line(answer))
       return answer
     } catch {
-      append("\(request) → \(describe(error))")
+      log.append("\(request) → \(describe(error))")
       throw error
-    }
-  }
-
-  private func append(_ line: String) {
-    lock.withLock { _ in
-      if !FileManager.default.fileExists(atPath: logURL.path) {
-        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
-      }
-      guard let file = try? FileHandle(forWritingTo: logURL) else { return }
-      defer { try? file.close() }
-      _ = try? file.seekToEnd()
-      try? file.write(contentsOf: Data((line + "\n").utf8))
     }
   }
 }
