@@ -55,6 +55,7 @@ struct ContentLoaderListsExplorationTests {
         if peak.load(ordering: .relaxed) > 2 { problems.append("\(peak.load(ordering: .relaxed)) loads ran at once") }
         if loader.limiter!.peak > 2 { problems.append("the limiter let \(loader.limiter!.peak) run") }
         if loader.limiter!.waitingCount != 0 { problems.append("loads left waiting for a slot") }
+        if loader.limiter!.takenCount != 0 { problems.append("\(loader.limiter!.takenCount) slots never given back") }
         for key in endedUnstarted.values where started.count(key) != 0 {
           problems.append("key \(key) loaded after its only claim ended in the queue")
         }
@@ -120,6 +121,62 @@ struct ContentLoaderListsExplorationTests {
           firstPrefetch < lastVisible
         {
           problems.append("a prefetched key started ahead of a visible one: \(order), visible \(visible.sorted())")
+        }
+        for claim in kept.values { claim.end() }
+        for handle in handles.values { handle.cancel() }
+        return problems
+      }
+    }
+  }
+
+  /// The slot frees while a visible claim's load is on its way to the queue: with one slot held
+  /// by a blocked load and a prefetched key already waiting for it, a visible claim begins on one
+  /// task while another lets the blocked load finish. A load joins the queue when its claim starts
+  /// it, so whenever the visible claim had begun before the slot was given back, its load starts
+  /// before the prefetched one — even when its task had not run yet.
+  @Test func aFreedSlotGoesToAVisibleLoadWhoseTaskHasNotRunYet() {
+    explore { executor, generator in
+      let gate = Gate()
+      let started = StartLog()
+      let visibleBegun = Atomic<Bool>(false)
+      let begunBeforeRelease = Atomic<Bool>(false)
+      let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1) { key in
+        started.record(key)
+        if key == 0 {
+          await gate.wait()
+          // The slot is given back when this load returns, right after this read.
+          begunBeforeRelease.store(visibleBegun.load(ordering: .relaxed), ordering: .relaxed)
+        }
+        return ("thumbnail \(key)", 1)
+      }
+      let delays = (0..<2).map { _ in Int.random(in: 0...4, using: &generator) }
+      let kept = Recorder<Loader.Claim>()
+      let handles = Recorder<Loader.Prefetch>()
+      executor.spawn {
+        kept.append(loader.begin(0))
+        while started.count(0) == 0 { await Task.yield() }
+        handles.append(loader.prefetch([1]))
+        // The prefetched key waits for the slot before anything else happens.
+        while loader.limiter!.waitingCount < 1 { await Task.yield() }
+        executor.spawn {
+          await yields(delays[0])
+          kept.append(loader.begin(2, priority: .visible))
+          visibleBegun.store(true, ordering: .relaxed)
+        }
+        executor.spawn {
+          await yields(delays[1])
+          gate.open()
+        }
+      }
+      return {
+        var problems: [String] = []
+        let order = started.order
+        if Set(order) != Set(0...2) { problems.append("started \(order)") }
+        if loader.limiter!.takenCount != 0 || loader.limiter!.waitingCount != 0 { problems.append("slots or places left") }
+        if begunBeforeRelease.load(ordering: .relaxed),
+          let prefetched = order.firstIndex(of: 1), let visible = order.firstIndex(of: 2), prefetched < visible
+        {
+          problems.append("the prefetch took the slot while a visible load was pending: \(order)")
         }
         for claim in kept.values { claim.end() }
         for handle in handles.values { handle.cancel() }

@@ -182,7 +182,10 @@ extension ContentLoader {
       loader?.changed(self)  // a loadable loading out of the index becomes the key's entry again
       guard let loader, let limiter = loader.limiter else { return try await loadAndKeep() }
       let priority = loader.withState { _ in loadPriority }
-      try await limiter.acquire(ObjectIdentifier(self), priority: priority)
+      // The attempt this load belongs to: the place its claim reserved in the queue, if any, is
+      // its own (a load under a timeout runs in a child task, where only the state can tell).
+      let attempt = AttemptContext.current?.attemptID ?? withState { $0.attempt?.id }
+      try await limiter.acquire(ObjectIdentifier(self), attempt: attempt, priority: priority)
       defer { limiter.release() }
       return try await loadAndKeep()
     }

@@ -122,12 +122,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ) {
     let gracePeriod = max(gracePeriod, .zero)
     let idleTimeout = idleTimeout.map { max($0, .zero) }
+    let limiter = maximumConcurrentLoads.map { LoadLimiter(limit: $0) }
     state = Mutex(
       State(
         gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: max(maximumIdleCount, 0),
-        totalCostLimit: cost == nil ? nil : totalCostLimit.map { max($0, 0) }))
+        totalCostLimit: cost == nil ? nil : totalCostLimit.map { max($0, 0) }, limiter: limiter))
     self.cost = cost
-    limiter = maximumConcurrentLoads.map { LoadLimiter(limit: $0) }
+    self.limiter = limiter
     self.gracePeriod = gracePeriod
     tracksIdleTime = idleTimeout != nil
     self.staleAfter = staleAfter.map { max($0, .zero) }
@@ -213,10 +214,9 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     perform(effects)
   }
 
-  /// Moves the key's waiting load in the queue, and raises its running task when the priority
-  /// went up (a running task is never lowered).
+  /// Raises the key's running task when its priority went up (a running task is never lowered;
+  /// its place in the queue was moved under the lock).
   func reprioritize(_ entry: KeyedLoadable, to priority: ClaimPriority, raised: Bool) {
-    limiter?.reprioritize(ObjectIdentifier(entry), to: priority)
     if raised {
       let priority = priority.taskPriority
       entry.withState { $0.escalate(to: priority) }?.escalatePriority(to: priority)
@@ -363,6 +363,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// notifications. `effects.released` goes last, when `effects` dies.
   func perform(_ effects: State.Effects) {
     for task in effects.cancelTasks { task.cancel() }
+    for slot in effects.grantedSlots { slot.resume() }
     for (entry, entryEffects) in effects.entryEffects { entry.perform(entryEffects) }
     for (entry, attempt, event) in effects.launches {
       entry.launch(attempt, priority: launchPriority(of: entry))

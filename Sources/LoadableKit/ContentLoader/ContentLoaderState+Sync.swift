@@ -13,7 +13,10 @@ extension ContentLoaderState {
       previous == nil || previous!.status != status || previous!.contentVersion != view.contentVersion
       || previous!.attempt !== view.attempt
     guard changed else { return }
-    if let old = previous?.attempt, old !== view.attempt { effects.released.attempts.append(old) }
+    if let old = previous?.attempt, old !== view.attempt {
+      attemptEnded(entry, old, &effects)
+      effects.released.attempts.append(old)
+    }
     entry.shown = Loader.Shown(status: status, contentVersion: view.contentVersion, attempt: view.attempt)
     if totalCostLimit != nil {
       let cost = entry.versions.withLock(owner: entry) { $0.cost(at: view.contentVersion) }

@@ -49,6 +49,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     var startTimers: [(Entry, UInt64)] = []
     /// Keys whose load priority changed (and whether it went up).
     var reprioritized: [(Entry, ClaimPriority, Bool)] = []
+    /// Loads waiting for `maximumConcurrentLoads` that were given a slot: resumed.
+    var grantedSlots: [LoadLimiter.Continuation] = []
     /// Start the idle sweeper, which first wakes at this offset.
     var startSweeper: Duration?
     /// Deliver the outbox: this caller took the delivery role.
@@ -73,6 +75,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   let idleTimeout: Duration?
   let maximumIdleCount: Int
   let totalCostLimit: Int?
+  /// The queue of loads for `maximumConcurrentLoads`, if set: a claim's load joins it here.
+  let limiter: LoadLimiter?
   /// What the values of the entries in the index cost together.
   var totalCost = 0
 
@@ -88,8 +92,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   var nextID: UInt64 = 0
   var isShutDown = false
 
-  init(gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int, totalCostLimit: Int?) {
+  init(gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int, totalCostLimit: Int?, limiter: LoadLimiter?) {
     self.totalCostLimit = totalCostLimit
+    self.limiter = limiter
     self.gracePeriod = gracePeriod
     self.idleTimeout = idleTimeout
     self.maximumIdleCount = maximumIdleCount
@@ -172,9 +177,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     entry.claimCount += 1
     let before = entry.loadPriority
     entry.claimsAt[claim.rank] += 1
-    if entry.claimCount > 1 && entry.loadPriority != before {
-      effects.reprioritized.append((entry, entry.loadPriority, entry.loadPriority > before))
-    }
+    if entry.claimCount > 1 { reprioritized(entry, from: before, &effects) }
     if entry.claimCount == 1 {
       if let timer = entry.graceTimer {
         entry.graceTimer = nil
@@ -206,9 +209,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     entry.claimCount -= 1
     let before = entry.loadPriority
     entry.claimsAt[claim.rank] -= 1
-    if entry.claimCount > 0 && entry.loadPriority != before {
-      effects.reprioritized.append((entry, entry.loadPriority, false))
-    }
+    if entry.claimCount > 0 { reprioritized(entry, from: before, &effects) }
     if let sinks = entry.sinks.removeValue(forKey: claim.id) {
       for sink in sinks { close(sink.sink, &effects) }
       effects.released.sinks.append(contentsOf: sinks)
@@ -237,9 +238,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     let before = entry.loadPriority
     entry.claimsAt[old] -= 1
     entry.claimsAt[priority] += 1
-    if entry.loadPriority != before {
-      effects.reprioritized.append((entry, entry.loadPriority, entry.loadPriority > before))
-    }
+    reprioritized(entry, from: before, &effects)
   }
 
   mutating func attachTimer(_ task: Task<Void, Never>, to entry: Entry, id: UInt64) -> Bool {
@@ -262,7 +261,10 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   mutating func addInterest(_ entry: Entry, starting intent: LoadIntent?, _ effects: inout Effects) {
     let outcome = entry.addInterest(starting: intent)
     entry.held = outcome.held
-    if let started = outcome.started { effects.launches.append((entry, started, outcome.event)) }
+    if let started = outcome.started {
+      reserveSlot(for: entry, attempt: started)
+      effects.launches.append((entry, started, outcome.event))
+    }
     if outcome.held != nil { sync(entry, &effects) }
   }
 

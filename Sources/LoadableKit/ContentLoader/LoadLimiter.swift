@@ -4,25 +4,75 @@ import Synchronization
 /// served within a priority). A waiting load whose task is cancelled — its claims ended — leaves
 /// the queue and never starts.
 ///
-/// Each key's loadable runs one attempt at a time, so a key is in the queue at most once and its
-/// entry identifies its place.
+/// A load takes its place in the queue when its claim starts it, under the loader's lock
+/// (``reserve(_:attempt:priority:)``), not when its task first runs: a slot that frees in between
+/// goes to the most urgent load claimed, even one whose task has not reached the queue yet — it
+/// is then kept for that load (*granted*) until its task comes for it (``acquire(_:attempt:priority:)``).
+/// A load started another way (a caller of the key's loadable) takes its place when its task
+/// comes. A place reserved for an attempt that ends without coming for it is given back when the
+/// loader sees the attempt end (``cancelReservation(_:attempt:)``).
+///
+/// Each key's loadable runs one attempt at a time, so a key has at most one task waiting here; its
+/// entry (the ticket) and the attempt identify its place.
 final class LoadLimiter: Sendable {
   typealias Ticket = ObjectIdentifier
+  typealias Continuation = UnsafeContinuation<Void, any Error>
 
   struct Waiter {
     let ticket: Ticket
+    /// The attempt the place is for; `nil` when its task could not tell.
+    let attempt: UInt64?
     var priority: ClaimPriority
     let order: UInt64
-    let continuation: UnsafeContinuation<Void, any Error>
+    /// The task waiting for the slot; `nil` while the place is only reserved.
+    var continuation: Continuation?
+
+    func isFor(_ ticket: Ticket, attempt: UInt64?) -> Bool {
+      self.ticket == ticket && (attempt == nil || self.attempt == nil || self.attempt == attempt)
+    }
   }
 
   struct State {
     let limit: Int
-    var running = 0
+    /// Slots taken: by loads running and by places granted whose tasks have not come yet.
+    var taken = 0
     var waiting: [Waiter] = []
+    /// Reserved places that were given a slot before their tasks came for it.
+    var granted: [Waiter] = []
     var order: UInt64 = 0
-    /// The most loads that ran at once (for tests).
+    /// The most slots taken at once (for tests).
     var peak = 0
+
+    mutating func take() {
+      taken += 1
+      peak = max(peak, taken)
+    }
+
+    /// A slot was given back: it goes to the most urgent waiter — resumed by the caller, after the
+    /// lock, or kept for it when its task has not come yet.
+    mutating func handOver() -> Continuation? {
+      guard let index = waiting.indices.max(by: { LoadLimiter.isBefore(waiting[$1], waiting[$0]) }) else {
+        taken -= 1
+        return nil
+      }
+      let next = waiting.remove(at: index)
+      if let continuation = next.continuation { return continuation }
+      granted.append(next)
+      return nil
+    }
+
+    /// Removes the place reserved for `ticket`'s attempt, granted or waiting without a task;
+    /// a granted slot goes to the next waiter.
+    mutating func dropReservation(_ ticket: Ticket, attempt: UInt64?) -> Continuation? {
+      if let index = granted.firstIndex(where: { $0.isFor(ticket, attempt: attempt) }) {
+        granted.remove(at: index)
+        return handOver()
+      }
+      if let index = waiting.firstIndex(where: { $0.continuation == nil && $0.isFor(ticket, attempt: attempt) }) {
+        waiting.remove(at: index)
+      }
+      return nil
+    }
   }
 
   let state: Mutex<State>
@@ -33,65 +83,109 @@ final class LoadLimiter: Sendable {
 
   var peak: Int { state.withLock(owner: self) { $0.peak } }
 
-  /// How many loads wait for a slot (for tests).
+  /// How many loads wait for a slot, reserved or with their tasks waiting (for tests).
   var waitingCount: Int { state.withLock(owner: self) { $0.waiting.count } }
 
-  /// Waits for a slot. Throws `CancellationError`, without taking a slot, when the task is
-  /// cancelled first — also when the cancellation comes after the slot was granted but before
-  /// the task resumed, so a load whose claims ended meanwhile never calls the data source.
-  func acquire(_ ticket: Ticket, priority: ClaimPriority) async throws {
-    try await waitForSlot(ticket, priority: priority)
+  /// How many slots are taken, by running loads and by granted places (for tests).
+  var takenCount: Int { state.withLock(owner: self) { $0.taken } }
+
+  /// Reserves a place for `attempt` of `ticket`'s key, which its claim just started: a free slot
+  /// is granted to it at once, otherwise it waits in the queue at `priority`. Called under the
+  /// loader's lock; resumes nothing.
+  func reserve(_ ticket: Ticket, attempt: UInt64, priority: ClaimPriority) {
+    state.withLock(owner: self) { state in
+      state.order += 1
+      let place = Waiter(ticket: ticket, attempt: attempt, priority: priority, order: state.order, continuation: nil)
+      if state.taken < state.limit {
+        state.take()
+        state.granted.append(place)
+      } else {
+        state.waiting.append(place)
+      }
+    }
+  }
+
+  /// `attempt` of `ticket`'s key ended: a place still reserved for it is given back. Called under
+  /// the loader's lock: the caller resumes the continuation returned, if any, after it.
+  func cancelReservation(_ ticket: Ticket, attempt: UInt64) -> Continuation? {
+    state.withLock(owner: self) { $0.dropReservation(ticket, attempt: attempt) }
+  }
+
+  /// Waits for a slot: the one granted to the place reserved for `attempt`, or the slot that
+  /// place gets when its turn comes, or else a new place at `priority`. Throws
+  /// `CancellationError`, without keeping a slot, when the task is cancelled first — also when
+  /// the cancellation comes after the slot was granted but before the task resumed, so a load
+  /// whose claims ended meanwhile never calls the data source.
+  func acquire(_ ticket: Ticket, attempt: UInt64?, priority: ClaimPriority) async throws {
+    try await waitForSlot(ticket, attempt: attempt, priority: priority)
     if Task.isCancelled {
       release()
       throw CancellationError()
     }
   }
 
-  private func waitForSlot(_ ticket: Ticket, priority: ClaimPriority) async throws {
+  private enum Start {
+    case run
+    case wait
+    case cancelled(next: Continuation?)
+  }
+
+  private func waitForSlot(_ ticket: Ticket, attempt: UInt64?, priority: ClaimPriority) async throws {
     try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-        let start = state.withLock(owner: self) { state -> Bool? in
-          if Task.isCancelled { return false }
-          if state.running < state.limit {
-            state.running += 1
-            state.peak = max(state.peak, state.running)
-            return true
+      try await withUnsafeThrowingContinuation { (continuation: Continuation) in
+        let start = state.withLock(owner: self) { state -> Start in
+          if Task.isCancelled { return .cancelled(next: state.dropReservation(ticket, attempt: attempt)) }
+          if let index = state.granted.firstIndex(where: { $0.isFor(ticket, attempt: attempt) }) {
+            state.granted.remove(at: index)
+            return .run
+          }
+          if let index = state.waiting.firstIndex(where: { $0.continuation == nil && $0.isFor(ticket, attempt: attempt) }) {
+            state.waiting[index].continuation = continuation
+            return .wait
+          }
+          if state.taken < state.limit {
+            state.take()
+            return .run
           }
           state.order += 1
-          state.waiting.append(Waiter(ticket: ticket, priority: priority, order: state.order, continuation: continuation))
-          return nil
+          state.waiting.append(
+            Waiter(ticket: ticket, attempt: attempt, priority: priority, order: state.order, continuation: continuation))
+          return .wait
         }
         switch start {
-        case true?: continuation.resume()
-        case false?: continuation.resume(throwing: CancellationError())
-        case nil: break
+        case .run: continuation.resume()
+        case .wait: break
+        case .cancelled(let next):
+          next?.resume()
+          continuation.resume(throwing: CancellationError())
         }
       }
     } onCancel: {
+      // This key's one task waiting here, if it is waiting yet (otherwise it sees the cancellation
+      // under the lock above).
       let removed = state.withLock(owner: self) { state -> Waiter? in
-        guard let index = state.waiting.firstIndex(where: { $0.ticket == ticket }) else { return nil }
+        guard let index = state.waiting.firstIndex(where: { $0.ticket == ticket && $0.continuation != nil }) else {
+          return nil
+        }
         return state.waiting.remove(at: index)
       }
-      removed?.continuation.resume(throwing: CancellationError())
+      removed?.continuation?.resume(throwing: CancellationError())
     }
   }
 
   /// Gives the slot to the most urgent waiter, if any.
   func release() {
-    let next = state.withLock(owner: self) { state -> Waiter? in
-      guard let index = state.waiting.indices.max(by: { Self.isBefore(state.waiting[$1], state.waiting[$0]) }) else {
-        state.running -= 1
-        return nil
-      }
-      return state.waiting.remove(at: index)
-    }
-    next?.continuation.resume()
+    let next = state.withLock(owner: self) { $0.handOver() }
+    next?.resume()
   }
 
-  /// The key's claims changed priority: its waiting load moves in the queue.
+  /// The key's claims changed priority: its waiting load moves in the queue. Called under the
+  /// loader's lock, so the queue follows the claims in the order they changed.
   func reprioritize(_ ticket: Ticket, to priority: ClaimPriority) {
     state.withLock(owner: self) { state in
-      if let index = state.waiting.firstIndex(where: { $0.ticket == ticket }) { state.waiting[index].priority = priority }
+      for index in state.waiting.indices where state.waiting[index].ticket == ticket {
+        state.waiting[index].priority = priority
+      }
     }
   }
 

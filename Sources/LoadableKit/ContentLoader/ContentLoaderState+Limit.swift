@@ -1,0 +1,27 @@
+/// Keeping the ``LoadLimiter``'s queue in line with the claims, under the loader's lock: a load
+/// takes its place in the queue when its claim starts it, at the key's priority then, and moves
+/// when that priority changes, in the order the claims changed.
+extension ContentLoaderState {
+  /// A claim started `attempt` of `entry`: it takes its place in the queue now, before its task
+  /// runs, so a slot that frees meanwhile goes to it if it is the most urgent.
+  func reserveSlot(for entry: Entry, attempt: Attempt) {
+    limiter?.reserve(ObjectIdentifier(entry), attempt: attempt.id, priority: entry.loadPriority)
+  }
+
+  /// The key's load priority was `before` and may have changed with its claims: its waiting load
+  /// moves in the queue now, and its running task is raised after the lock when it went up.
+  mutating func reprioritized(_ entry: Entry, from before: ClaimPriority, _ effects: inout Effects) {
+    let priority = entry.loadPriority
+    guard priority != before else { return }
+    limiter?.reprioritize(ObjectIdentifier(entry), to: priority)
+    effects.reprioritized.append((entry, priority, priority > before))
+  }
+
+  /// `attempt` of `entry` is over: a place still reserved for it — its task never came for the
+  /// slot (cancelled before it ran) — is given back, and the slot it was granted goes on.
+  func attemptEnded(_ entry: Entry, _ attempt: Attempt, _ effects: inout Effects) {
+    if let next = limiter?.cancelReservation(ObjectIdentifier(entry), attempt: attempt.id) {
+      effects.grantedSlots.append(next)
+    }
+  }
+}
