@@ -95,6 +95,12 @@ final class ThumbnailList {
       let frames = cell.frames
       guard let last = frames.last else { return "row \(cell.row)'s first frame" }
       if last.status == .loading && !service.isHolding(cell.item.id) { return "row \(cell.row)'s thumbnail" }
+      // The cell has drawn what the loader holds now. A change a call makes — a refresh starting
+      // a load, a load starting when the one before it ends — is delivered by whichever thread is
+      // delivering at that moment, maybe after the call returned: until then the cell's frames
+      // say nothing of it, and neither do the counts below.
+      let current = cell.claim.snapshot
+      if last.status != current.status || last.version != current.version { return "row \(cell.row)'s last frame" }
     }
     let cells = scrolledAway + visible
     // Every claim that found its key without a fresh value started a load — its first frame
