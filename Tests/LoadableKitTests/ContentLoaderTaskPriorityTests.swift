@@ -31,6 +31,30 @@ struct ContentLoaderTaskPriorityTests {
     ahead.cancel()
   }
 
+  /// A cell configured from a background task (a data source's diffing, say) claims a row on
+  /// screen: its load, and the loads it waits for, run at the visible priority, not the caller's.
+  @Test func aVisibleClaimFromABackgroundTaskLoadsAtTheVisiblePriority() async throws {
+    let control = ControlledLoad<String>()
+    let observed = Recorder<(key: String, priority: TaskPriority)>()
+    let item = AsyncLoadable<String>(name: "item") {
+      observed.append(("item", Task.currentPriority))
+      return try await control.operation()
+    }
+    let loader = ContentLoader<Int, String, Int>(idleTimeout: nil) { key in
+      observed.append(("row \(key)", Task.currentPriority))
+      return (try await item.fetchIfNeeded() + " \(key)", 1)
+    }
+    let claim = await Task(priority: .background) { loader.begin(3) }.value
+    await control.waitForStart()
+    for name in ["row 3", "item"] {
+      let priority = try #require(observed.values.first(where: { $0.key == name })?.priority)
+      #expect(priority >= ClaimPriority.visible.taskPriority, "\(name) ran at \(priority)")
+    }
+    control.resolve("thumbnail")
+    await eventually { claim.snapshot.status == LoadStatus.loaded }
+    claim.end()
+  }
+
   @Test func aBackgroundClaimLoadsAtBackgroundPriority() async throws {
     let control = ControlledLoad<Int>()
     let observed = Recorder<(key: Int, priority: TaskPriority)>()

@@ -375,12 +375,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     if effects.drain { drain() }
   }
 
-  /// The priority of the task of an attempt started for claims below ``ClaimPriority/visible``:
-  /// its claims' priority, not the priority of whoever began the claim — a prefetch from the main
-  /// thread loads at the prefetch priority. `nil` (the caller's priority) for a visible load.
-  func launchPriority(of entry: KeyedLoadable) -> TaskPriority? {
+  /// The priority of the task of an attempt started for claims: its claims' priority, not the
+  /// priority of whoever began the claim — a prefetch from the main thread loads at the prefetch
+  /// priority, a visible row claimed from a background task at the visible one. A visible load
+  /// begun from a task of a higher priority still (the main thread's) keeps that priority.
+  func launchPriority(of entry: KeyedLoadable) -> TaskPriority {
     let priority = withState { _ in entry.loadPriority }
-    return priority == .visible ? nil : priority.taskPriority
+    return priority == .visible ? max(Task.currentPriority, priority.taskPriority) : priority.taskPriority
   }
 
   /// Delivers queued notifications until the queue is empty. Only one caller delivers at a time
