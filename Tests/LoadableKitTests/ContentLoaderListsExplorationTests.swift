@@ -185,6 +185,57 @@ struct ContentLoaderListsExplorationTests {
     }
   }
 
+  /// Refreshes of a claimed key interleaved with a caller's `fetch()` of its loadable and, some of
+  /// the time, the claim ending: while the claim stays, the value it ends with comes from a load
+  /// that called the data source after the last refresh; once everything returned, nothing is
+  /// left loading.
+  @Test func aRefreshOfAClaimedKeyIsFollowedByALoadThatStartsAfterIt() {
+    explore { executor, generator in
+      let ticks = Atomic<Int>(0)
+      let yieldCount = Int.random(in: 0...3, using: &generator)
+      let loader = Loader(idleTimeout: nil) { key in
+        let tick = ticks.add(1, ordering: .relaxed).newValue
+        for _ in 0..<yieldCount { await Task.yield() }
+        return ("v\(tick)", tick)
+      }
+      let refreshes = (0..<Int.random(in: 1...3, using: &generator)).map { _ in Int.random(in: 0...4, using: &generator) }
+      let fetches = (0..<Int.random(in: 0...2, using: &generator)).map { _ in Int.random(in: 0...4, using: &generator) }
+      let ends = Int.random(in: 0...2, using: &generator) == 0
+      let lastRefresh = Atomic<Int>(0)
+      let kept = Recorder<Loader.Claim>()
+      executor.spawn {
+        let claim = loader.begin(0)
+        for delay in refreshes {
+          await yields(delay)
+          lastRefresh.store(ticks.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
+          loader.refresh(0)
+        }
+        if ends { claim.end() } else { kept.append(claim) }
+      }
+      executor.spawn {
+        let loadable = loader.loadable(for: 0)
+        for delay in fetches {
+          await yields(delay)
+          _ = try? await loadable.fetch()
+        }
+      }
+      return {
+        var problems: [String] = []
+        if let claim = kept.values.first {
+          let snapshot = claim.snapshot
+          let tick = snapshot.version ?? 0
+          if snapshot.status != .loaded || tick < lastRefresh.load(ordering: .relaxed) {
+            problems.append("after the last refresh (\(lastRefresh.load(ordering: .relaxed))) the claim shows \(snapshot)")
+          }
+          claim.end()
+        } else if loader.snapshot(for: 0)?.status == .loading {
+          problems.append("still loading after the claim ended")
+        }
+        return problems
+      }
+    }
+  }
+
   /// A key loaded once, unclaimed, then either left fresh, aged past `staleAfter` on a
   /// `TestClock`, or marked by `invalidate(where:)`, while another key churns and is invalidated
   /// alongside: at the next claim the old value is shown at once, and a stale key (only a stale

@@ -36,11 +36,25 @@ extension ContentLoaderState {
     entry.isStale = true
     entry.refreshMark = makeID()
     guard entry.claimCount > 0 else { return }
-    if entry.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code {
-      entry.refreshPending = true
-    } else {
-      if entry.held != nil { removeInterest(entry, &effects) }
-      addInterest(entry, starting: .refresh, &effects)
+    ContentLoaderSeams.beforeRefreshActs?()
+    // One step under the key's lock decides, not a status read before it: with no load running,
+    // one starts now; a running one — whoever started it, and maybe before the change — gets the
+    // claims' interest, and another load follows it.
+    let previous = entry.held
+    entry.held = nil
+    if !addInterest(entry, starting: .refresh, &effects) { entry.refreshPending = true }
+    if let previous {
+      // The claims' interest moved on (to the same attempt, when it still runs: added, then removed).
+      effects.entryEffects.append((entry, entry.removeInterest(from: previous)))
+      effects.released.attempts.append(previous)
     }
   }
+}
+
+/// Test seams of ``ContentLoader`` (package-internal).
+enum ContentLoaderSeams {
+  /// Called by a refresh of a claimed key, under the loader's lock, right before it acts on the
+  /// key's attempt: a test starts a load on another thread there, to land in the moment between
+  /// the refresh starting and acting, which no schedule of tasks can reach.
+  @TaskLocal static var beforeRefreshActs: (@Sendable () -> Void)?
 }

@@ -258,7 +258,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   }
 
   /// Adds the claims' interest to the entry's running attempt, or starts one with `intent`.
-  mutating func addInterest(_ entry: Entry, starting intent: LoadIntent?, _ effects: inout Effects) {
+  /// Returns whether it started one.
+  @discardableResult
+  mutating func addInterest(_ entry: Entry, starting intent: LoadIntent?, _ effects: inout Effects) -> Bool {
     let outcome = entry.addInterest(starting: intent)
     entry.held = outcome.held
     if let started = outcome.started {
@@ -266,6 +268,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       effects.launches.append((entry, started, outcome.event))
     }
     if outcome.held != nil { sync(entry, &effects) }
+    return outcome.started != nil
   }
 
   /// Removes the claims' interest; the entry goes back to how it was before an attempt that only
