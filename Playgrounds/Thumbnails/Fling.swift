@@ -26,8 +26,14 @@ func fling(
   frame: FlingNetwork.Micros = 16_000, transferTime: Duration = .milliseconds(40)
 ) -> FlingOutcome {
   let network = FlingNetwork(transferTime: transferTime)
+  // Everything the loader starts runs on this executor, one job at a time in the order queued,
+  // and only when the run says so: settling is running it until nothing is left to run — every
+  // load the loader is going to start has reached the link or waits for a slot.
+  let executor = ManualTaskExecutor()
   let limit = limited ? 6 : nil
-  let loader = ContentLoader<Int, String, Int>(idleTimeout: nil, maximumConcurrentLoads: limit) { row in
+  let loader = ContentLoader<Int, String, Int>(
+    idleTimeout: nil, maximumConcurrentLoads: limit, taskExecutor: executor
+  ) { row in
     (try await network.thumbnail(row: row), 1)
   }
   var visible: [Int: ContentLoader<Int, String, Int>.Claim] = [:]
@@ -35,11 +41,6 @@ func fling(
   let prefetch = loader.prefetch([Int]())  // with it
   var prefetchedRows: Set<Int> = []
   var peak = 0
-
-  // Everything the loader starts runs on this executor, one job at a time in the order queued,
-  // and only when the run says so: settling is running it until nothing is left to run — every
-  // load the loader is going to start has reached the link or waits for a slot.
-  let executor = ManualTaskExecutor()
   func settle() {
     executor.runInOrder()
     peak = max(peak, network.inFlightCount)
@@ -48,22 +49,20 @@ func fling(
   // One frame: the rows on screen claim first, then the rows ahead are prefetched; rows that
   // left either area end their claims.
   func show(top: Int) {
-    TaskLaunch.$executor.withValue(executor) {
-      let onScreen = Set(top..<top + rowsPerScreen)
-      let nearby = Set(top + rowsPerScreen..<top + rowsPerScreen + ahead)
-      for row in onScreen.sorted() where visible[row] == nil { visible[row] = loader.begin(row) }
-      for row in visible.keys.sorted() where !onScreen.contains(row) { visible.removeValue(forKey: row)?.end() }
-      settle()
-      if limited {
-        prefetch.add(nearby.subtracting(prefetchedRows).sorted())
-        prefetch.cancel(prefetchedRows.subtracting(nearby).sorted())
-      } else {
-        for row in nearby.sorted() where prefetched[row] == nil { prefetched[row] = loader.begin(row) }
-        for row in prefetched.keys.sorted() where !nearby.contains(row) { prefetched.removeValue(forKey: row)?.end() }
-      }
-      prefetchedRows = nearby
-      settle()
+    let onScreen = Set(top..<top + rowsPerScreen)
+    let nearby = Set(top + rowsPerScreen..<top + rowsPerScreen + ahead)
+    for row in onScreen.sorted() where visible[row] == nil { visible[row] = loader.begin(row) }
+    for row in visible.keys.sorted() where !onScreen.contains(row) { visible.removeValue(forKey: row)?.end() }
+    settle()
+    if limited {
+      prefetch.add(nearby.subtracting(prefetchedRows).sorted())
+      prefetch.cancel(prefetchedRows.subtracting(nearby).sorted())
+    } else {
+      for row in nearby.sorted() where prefetched[row] == nil { prefetched[row] = loader.begin(row) }
+      for row in prefetched.keys.sorted() where !nearby.contains(row) { prefetched.removeValue(forKey: row)?.end() }
     }
+    prefetchedRows = nearby
+    settle()
   }
 
   let tops = Array(stride(from: 0, to: distance, by: rowsPerFrame)) + [distance]
@@ -77,12 +76,10 @@ func fling(
   let outcome = FlingOutcome(
     counts: network.counts, visibleDrawn: drawn(visible.keys.sorted()),
     allDrawn: drawn(visible.keys.sorted() + prefetchedRows.sorted()), peakInFlight: peak)
-  TaskLaunch.$executor.withValue(executor) {
-    for claim in visible.values { claim.end() }
-    for claim in prefetched.values { claim.end() }
-    prefetch.cancel()
-    settle()
-  }
+  for claim in visible.values { claim.end() }
+  for claim in prefetched.values { claim.end() }
+  prefetch.cancel()
+  settle()
   return outcome
 }
 

@@ -180,6 +180,16 @@ extension ContentLoader {
     override func performLoad() async throws -> Value {
       let loader = loader
       loader?.changed(self)  // a loadable loading out of the index becomes the key's entry again
+      guard let executor = loader?.taskExecutor else { return try await load(limitedBy: loader) }
+      // An attempt a caller started runs on the caller's executor: the load goes to the loader's
+      // (for an attempt the loader launched there already, no hop), and so do the tasks it starts.
+      return try await withTaskExecutorPreference(executor) {
+        try await TaskLaunch.$executor.withValue(executor) { try await self.load(limitedBy: loader) }
+      }
+    }
+
+    /// Waits for a slot of `maximumConcurrentLoads`, if set, then loads.
+    private func load(limitedBy loader: ContentLoader?) async throws -> Value {
       guard let loader, let limiter = loader.limiter else { return try await loadAndKeep() }
       let priority = loader.withState { _ in loadPriority }
       // The attempt this load belongs to: the place its claim reserved in the queue, if any, is

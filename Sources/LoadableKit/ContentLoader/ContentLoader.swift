@@ -36,7 +36,7 @@ import Synchronization
 ///   combinators, and a load the key's claims started is cancelled when they all end, the
 ///   loadable going back to how it was.
 /// - **Bounded memory.** An entry without claims is idle. Idle entries are evicted, least
-///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:clock:instrument:existingValue:load:)``'s
+///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:clock:instrument:taskExecutor:existingValue:load:)``'s
 ///   `maximumIdleCount` and after its `idleTimeout`, measured on the injected clock.
 ///
 /// The loader is thread-safe without actor isolation. Its state is a value held in a `Mutex`;
@@ -65,6 +65,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   public let name: String
   /// The instrument told about this loader's claims and its keys' attempts, if any.
   let instrument: (any LoadInstrument)?
+  /// The executor the loader's tasks run on, if one was given.
+  let taskExecutor: (any TaskExecutor)?
 
   /// Creates a loader.
   ///
@@ -98,6 +100,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     a `TestClock` from `LoadableKitTesting`.
   ///   - instrument: An instrument told about this loader's claims and its keys' attempts, before
   ///     the process-wide one (see <doc:ObservingLoadables>); `nil` for none.
+  ///   - taskExecutor: The executor the loader's work runs on, as Swift's task executor
+  ///     preference: the tasks of its keys' loads — and so the data source's `load` and the
+  ///     loadables it loads — its grace-period timers and its idle sweeper. A load a caller of
+  ///     ``loadable(for:)`` starts runs its data source call there too. `nil`, the default, runs
+  ///     them on the global concurrent executor. An app passes its own executor to keep image
+  ///     decoding off a shared pool; a test or a simulation passes a `ManualTaskExecutor` from
+  ///     `LoadableKitTesting` to run every step of the loader when it says.
   ///   - existingValue: The data source's synchronous hook for a value that exists already
   ///     (a memory or disk cache), with its version, or `nil`. It is called, outside any lock,
   ///     when an entry is made for a key; the value is shown while the first load runs.
@@ -117,6 +126,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     totalCostLimit: Int? = nil,
     clock: any Clock<Duration> = ContinuousClock(),
     instrument: (any LoadInstrument)? = nil,
+    taskExecutor: (any TaskExecutor)? = nil,
     existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
     load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version)
   ) {
@@ -137,6 +147,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     self.loadValue = load
     self.name = name
     self.instrument = instrument
+    self.taskExecutor = taskExecutor
     if instrument != nil { LoadInstrumentation.noteObjectInstrument() }
   }
 
@@ -366,7 +377,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     for slot in effects.grantedSlots { slot.resume() }
     for (entry, entryEffects) in effects.entryEffects { entry.perform(entryEffects) }
     for (entry, attempt, event) in effects.launches {
-      entry.launch(attempt, priority: launchPriority(of: entry))
+      onTaskExecutor { entry.launch(attempt, priority: launchPriority(of: entry)) }
       AttemptContext.outside { entry.deliver(event, contentChanged: false) }
     }
     for (entry, priority, raised) in effects.reprioritized { reprioritize(entry, to: priority, raised: raised) }
@@ -382,6 +393,14 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   func launchPriority(of entry: KeyedLoadable) -> TaskPriority {
     let priority = withState { _ in entry.loadPriority }
     return priority == .visible ? max(Task.currentPriority, priority.taskPriority) : priority.taskPriority
+  }
+
+  /// Runs `body`, which starts tasks, so that they run on the loader's `taskExecutor`, if it has
+  /// one — and so do the tasks they start in turn (the binding is a task-local, which tasks
+  /// inherit).
+  func onTaskExecutor<Result>(_ body: () -> Result) -> Result {
+    guard let taskExecutor else { return body() }
+    return TaskLaunch.$executor.withValue(taskExecutor, operation: body)
   }
 
   /// Delivers queued notifications until the queue is empty. Only one caller delivers at a time
@@ -410,11 +429,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   func launchGraceTimer(_ entry: KeyedLoadable, id: UInt64) {
     let timeline = timeline
     let deadline = timeline.now() + gracePeriod
-    let task = TaskLaunch.startDetached(priority: Task.currentPriority) { [weak self, weak entry] in
-      do { try await timeline.sleepUntil(deadline) } catch { return }
-      guard let self, let entry else { return }
-      let now = self.currentTime()
-      self.perform(self.withState { $0.graceExpired(entry, id: id, now: now) })
+    let task = onTaskExecutor {
+      TaskLaunch.startDetached(priority: Task.currentPriority) { [weak self, weak entry] in
+        do { try await timeline.sleepUntil(deadline) } catch { return }
+        guard let self, let entry else { return }
+        let now = self.currentTime()
+        self.perform(self.withState { $0.graceExpired(entry, id: id, now: now) })
+      }
     }
     if withState({ $0.attachTimer(task, to: entry, id: id) }) { task.cancel() }
   }
@@ -423,12 +444,14 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// idle, so it only ever needs to wake for the oldest one.
   func launchSweeper(firstDeadline: Duration) {
     let timeline = timeline
-    let task = TaskLaunch.startDetached { [weak self] in
-      var deadline = firstDeadline
-      while true {
-        do { try await timeline.sleepUntil(deadline) } catch { return }
-        guard let next = Self.sweep(self, now: timeline.now()) else { return }
-        deadline = next
+    let task = onTaskExecutor {
+      TaskLaunch.startDetached { [weak self] in
+        var deadline = firstDeadline
+        while true {
+          do { try await timeline.sleepUntil(deadline) } catch { return }
+          guard let next = Self.sweep(self, now: timeline.now()) else { return }
+          deadline = next
+        }
       }
     }
     if withState({ $0.attachSweeper(task) }) { task.cancel() }

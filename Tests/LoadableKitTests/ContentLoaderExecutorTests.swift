@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+@testable import LoadableKit
+import LoadableKitTesting
+import Synchronization
+import Testing
+
+/// `ContentLoader(taskExecutor:)`: the loader's tasks run on the executor given — its loads, what
+/// they load, its timers — and nothing runs before that executor runs it.
+@Suite("ContentLoader task executor", .timeLimit(.minutes(1)))
+struct ContentLoaderExecutorTests {
+  /// The threads the loads ran on, by name.
+  final class Threads: Sendable {
+    private let seen = Mutex<[String: pthread_t]>([:])
+    func record(_ name: String) { seen.withLock(owner: self) { $0[name] = pthread_self() } }
+    subscript(name: String) -> pthread_t? { seen.withLock(owner: self) { $0[name] } }
+  }
+
+  @Test func aClaimsLoadAndWhatItLoadsRunOnTheLoadersExecutor() async throws {
+    let executor = ManualTaskExecutor()
+    let threads = Threads()
+    let item = AsyncLoadable<String>(name: "item") {
+      threads.record("item")
+      return "item"
+    }
+    let loader = ContentLoader<Int, String, Int>(idleTimeout: nil, taskExecutor: executor) { key in
+      threads.record("row")
+      return (try await item.fetchIfNeeded() + " \(key)", 1)
+    }
+    let claim = loader.begin(1)  // from the test's task, which is not on the executor
+    #expect(executor.pendingJobCount > 0)
+    #expect(threads["row"] == nil)  // nothing runs until the executor runs it
+    let here = pthread_self()
+    executor.runInOrder()
+    for name in ["row", "item"] {
+      let thread = try #require(threads[name], "\(name) did not run")
+      #expect(pthread_equal(thread, here) != 0, "\(name) ran off the executor")
+    }
+    #expect(claim.snapshot.status == .loaded && claim.snapshot.value == "item 1")
+    claim.end()
+    executor.runInOrder()
+    #expect(executor.pendingJobCount == 0)
+  }
+
+  @Test func aCallersLoadOfTheKeyCallsTheDataSourceOnTheLoadersExecutor() async throws {
+    let executor = ManualTaskExecutor()
+    let threads = Threads()
+    let loader = ContentLoader<Int, String, Int>(idleTimeout: nil, taskExecutor: executor) { key in
+      threads.record("row")
+      return ("row \(key)", 1)
+    }
+    let loadable = loader.loadable(for: 2)
+    let load = Task { try await loadable.fetch() }  // the caller's attempt starts off the executor
+    await eventually { executor.pendingJobCount > 0 }
+    #expect(threads["row"] == nil)
+    let here = pthread_self()
+    executor.runInOrder()
+    let thread = try #require(threads["row"])
+    #expect(pthread_equal(thread, here) != 0)
+    #expect(try await load.value == "row 2")
+  }
+
+  @Test func theGraceTimerRunsOnTheLoadersExecutor() async throws {
+    let executor = ManualTaskExecutor()
+    let clock = TestClock()
+    let control = ControlledLoad<String>()
+    let loader = ContentLoader<Int, String, Int>(
+      gracePeriod: .seconds(1), idleTimeout: nil, clock: clock, taskExecutor: executor
+    ) { _ in (try await control.operation(), 1) }
+    let claim = loader.begin(3)
+    executor.runInOrder()
+    #expect(control.startCount == 1)
+    claim.end()  // the grace timer starts, on the executor
+    executor.runInOrder()
+    await clock.advance(by: .seconds(2))
+    #expect(loader.snapshot(for: 3)?.status == .loading)  // its expiry waits for the executor
+    executor.runInOrder()
+    #expect(loader.snapshot(for: 3)?.status != .loading)
+  }
+}
