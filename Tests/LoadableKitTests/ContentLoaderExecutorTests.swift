@@ -63,6 +63,25 @@ struct ContentLoaderExecutorTests {
     #expect(try await load.value == "row 2")
   }
 
+  /// As for any loadable, the key's observers hear of `.loading` before the task of a load its
+  /// claim started is launched, so a fast load cannot resume a caller that joined it before the
+  /// observers were told.
+  @Test func theKeysObserversHearOfLoadingBeforeAClaimsLoadIsLaunched() async throws {
+    let executor = ManualTaskExecutor()
+    let loader = ContentLoader<Int, String, Int>(idleTimeout: nil, taskExecutor: executor) { key in ("row \(key)", 1) }
+    let loadable = loader.loadable(for: 4)
+    let launchedFirst = Recorder<Bool>()
+    let observation = loadable.observeLoadStatus { status in
+      if status == .loading { launchedFirst.append(executor.pendingJobCount > 0) }
+    }
+    let claim = loader.begin(4)
+    #expect(launchedFirst.values == [false])
+    executor.runInOrder()
+    #expect(claim.snapshot.status == .loaded)
+    claim.end()
+    observation.cancel()
+  }
+
   @Test func theGraceTimerRunsOnTheLoadersExecutor() async throws {
     let executor = ManualTaskExecutor()
     let clock = TestClock()

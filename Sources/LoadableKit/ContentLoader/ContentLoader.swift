@@ -369,16 +369,19 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   }
 
   /// Performs what the state asked for, after the lock was released, in one order: cancel tasks;
-  /// perform the entries' own effects (which notify the entries' observers and resume their
-  /// callers); launch the attempts started for claims; start timers; deliver the queued
-  /// notifications. `effects.released` goes last, when `effects` dies.
+  /// hand freed slots of the load limit on; perform the entries' own effects (which notify the
+  /// entries' observers and resume their callers); tell the entries' observers of the attempts
+  /// started for claims, then launch them; start timers; deliver the queued notifications.
+  /// `effects.released` goes last, when `effects` dies.
   func perform(_ effects: State.Effects) {
     for task in effects.cancelTasks { task.cancel() }
     for slot in effects.grantedSlots { slot.resume() }
     for (entry, entryEffects) in effects.entryEffects { entry.perform(entryEffects) }
     for (entry, attempt, event) in effects.launches {
-      onTaskExecutor { entry.launch(attempt, priority: launchPriority(of: entry)) }
+      // The key's observers hear of `.loading` before the task starts, as for any loadable: a fast
+      // load cannot resume a caller that joined it before they were told.
       AttemptContext.outside { entry.deliver(event, contentChanged: false) }
+      onTaskExecutor { entry.launch(attempt, priority: launchPriority(of: entry)) }
     }
     for (entry, priority, raised) in effects.reprioritized { reprioritize(entry, to: priority, raised: raised) }
     for (entry, id) in effects.startTimers { launchGraceTimer(entry, id: id) }
