@@ -127,6 +127,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// value; observation (``events``, `withObservationTracking`) is told about it once per 1/1000
   /// step and before every status change.
   public var fractionCompleted: Double {
+    signals.noteAudience()  // before the access: progress steps are published from now on
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.fractionCompleted)
     return signals.progress
   }
@@ -142,6 +143,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
 
   /// Status, progress, messages and error, read together in one step. Observable.
   public var snapshot: JobSnapshot {
+    signals.noteAudience()
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.status)
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.fractionCompleted)
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.messages)
@@ -277,7 +279,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// pause-point gate in step with the status.
   func withState<R>(_ body: (inout Machine) -> R) -> R {
     state.withLock(owner: self) { state in
-      let before = signals.progressBits.load(ordering: .relaxed)
+      let before = signals.progressBits.load(ordering: .sequentiallyConsistent)
       state.progress = Double(bitPattern: before)
       let result = body(&state)
       if state.progress.bitPattern > before {
