@@ -1,12 +1,3 @@
-/// What an observer of a ``Job`` receives: public events, then the end with the job's result
-/// (`nil` when the job was deallocated before it finished).
-enum JobDelivery<Output: Sendable>: Sendable {
-  case event(JobEvent)
-  /// The work saved a checkpoint (for a ``JobManager``, which stores it).
-  case checkpointSaved
-  case end(Result<Output, any Error>?)
-}
-
 /// The observable properties a transition changed; the job tells its `ObservationRegistrar`.
 struct JobChanges: OptionSet, Sendable {
   var rawValue: UInt8
@@ -34,7 +25,8 @@ struct JobChanges: OptionSet, Sendable {
 struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   typealias Park = UnsafeContinuation<Void, any Error>
   typealias SettleWaiter = UnsafeContinuation<Void, Never>
-  typealias Observer = @Sendable (JobDelivery<Output>) -> Void
+  typealias Observer = JobObservers<Output>.Handler
+  typealias ObserverEntry = JobObservers<Output>.Entry
 
   enum Activity: Equatable, Sendable {
     case idle, running, backingOff
@@ -86,11 +78,6 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     case proceed, cancel, parked
   }
 
-  struct ObserverEntry: Sendable {
-    var handler: Observer
-    var pending: [JobDelivery<Output>]
-  }
-
   private(set) var status: JobStatus
   private(set) var checkpoint: Checkpoint?
   /// Counts saved checkpoints; the transient-error window restarts when it changes.
@@ -108,8 +95,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private var runID: UInt64 = 0
   private var parked: [UInt64: Park] = [:]
   private var settleWaiters: [UInt64: SettleWaiter] = [:]
-  private var observers: [UInt64: ObserverEntry] = [:]
-  private var isDraining = false
+  private var observers = JobObservers<Output>()
   /// Whether a store must confirm each checkpoint before the work goes past its next pause point
   /// (a ``JobManager`` holds the job).
   private var durabilityRequired = false
@@ -276,10 +262,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     effects.released.checkpoint = self.checkpoint
     self.checkpoint = checkpoint
     checkpointGeneration &+= 1
-    if !observers.isEmpty {
-      for index in observers.indices { observers.values[index].pending.append(.checkpointSaved) }
-      if startDraining() { effects.drain = true }
-    }
+    if observers.enqueue(.checkpointSaved) { effects.drain = true }
     return effects
   }
 
@@ -341,37 +324,22 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   mutating func addObserver(_ id: UInt64, _ handler: @escaping Observer) -> Bool {
     var pending: [JobDelivery<Output>] = [.event(.snapshot(snapshot))]
     if let result { pending.append(.end(result)) }
-    observers[id] = ObserverEntry(handler: handler, pending: pending)
-    return startDraining()
+    return observers.add(id, handler, pending: pending)
   }
 
   /// Removes an observer; its handler and pending deliveries are released with the returned entry.
   mutating func removeObserver(_ id: UInt64) -> ObserverEntry? {
-    observers.removeValue(forKey: id)
+    observers.remove(id)
   }
 
-  /// Takes every observer's pending deliveries, dropping observers that got their end. Returns
-  /// `nil`, and stops draining, when there is nothing left to deliver.
+  /// Takes every observer's pending deliveries (see ``JobObservers/takeDeliveries()``).
   mutating func takeDeliveries() -> [(Observer, [JobDelivery<Output>])]? {
-    var batch: [(Observer, [JobDelivery<Output>])] = []
-    var ended: [UInt64] = []
-    for (id, entry) in observers where !entry.pending.isEmpty {
-      batch.append((entry.handler, entry.pending))
-      if case .end = entry.pending.last { ended.append(id) }
-    }
-    guard !batch.isEmpty else {
-      isDraining = false
-      return nil
-    }
-    for index in observers.indices { observers.values[index].pending.removeAll() }
-    for id in ended { observers.removeValue(forKey: id) }
-    return batch
+    observers.takeDeliveries()
   }
 
   /// Removes every observer, for the job's `deinit`; they are released with the returned array.
   mutating func detachObservers() -> [ObserverEntry] {
-    defer { observers.removeAll() }
-    return Array(observers.values)
+    observers.detachAll()
   }
 
   // MARK: - Helpers
@@ -399,8 +367,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     effects.result = result
     effects.cancelParked += parked.values
     parked.removeAll()
-    for index in observers.indices { observers.values[index].pending.append(.end(result)) }
-    if !observers.isEmpty, startDraining() { effects.drain = true }
+    if observers.enqueue(.end(result)) { effects.drain = true }
     settle(&effects)
   }
 
@@ -429,16 +396,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   private mutating func emit(_ event: JobEvent, _ effects: inout Effects) {
     if LoadInstrumentation.isActive, let report = JobReport.Event(event) { effects.reports.append(report) }
-    guard !observers.isEmpty else { return }
-    for index in observers.indices { observers.values[index].pending.append(.event(event)) }
-    if startDraining() { effects.drain = true }
-  }
-
-  /// Makes the caller the drainer unless someone already drains.
-  private mutating func startDraining() -> Bool {
-    guard !isDraining else { return false }
-    isDraining = true
-    return true
+    if observers.enqueue(.event(event)) { effects.drain = true }
   }
 
   /// Resumes the settle waiters once the job no longer has unparked work while paused.
