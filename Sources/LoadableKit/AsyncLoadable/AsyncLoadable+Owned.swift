@@ -38,23 +38,11 @@ extension LoadStateMachine {
   /// `result`; without one the outcome is stored all the same, so later callers get it at once.
   /// An outcome already stored is final.
   mutating func conclude(with result: Result<Content, any Error>, now: ContinuousClock.Instant) -> Effects {
-    if let attempt { return finish(attempt, with: result, now: now) }
-    guard status == .notLoaded || status == .loading else { return Effects() }
-    var effects = Effects()
-    effects.released = Released(content: content, error: error)
-    switch result {
-    case .success(let value):
-      content = value
-      error = nil
-      contentVersion &+= 1
-      effects.result = .success(delivery)
-      effects.event = setStatus(.loaded)
-      effects.changedContent = true
-    case .failure(let failure):
-      error = failure
-      effects.result = .failure(failure)
-      effects.event = setStatus(.failed)
-    }
+    guard attempt != nil || status == .notLoaded else { return Effects() }
+    // Without an attempt (nobody waited, and the job never ran) one is made to carry the outcome.
+    let (attempt, started) = prepareOwnedAttempt()
+    var effects = finish(attempt, with: result, now: now)
+    if started?.startDelivery == true { effects.event?.startDelivery = true }
     return effects
   }
 }
