@@ -124,6 +124,33 @@ struct JobsProgressTests {
     #expect(steps == [0.75, 1])
   }
 
+  /// The first subscriber of a job nobody watched gets the progress so far in its snapshot only:
+  /// the next status change does not repeat it as a progress event.
+  @Test func aLateFirstSubscriberIsNotToldTheProgressTwice() async throws {
+    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
+    let arrived = JobLatch()
+    let release = JobLatch()
+    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
+    let job = Job(work)
+    job.start()
+    await arrived.wait()
+    let events = job.events
+    job.pause()
+    release.open()
+    await job.waitUntilParked()
+    await job.cancel()
+    var seen: [String] = []
+    for await event in events {
+      switch event {
+      case .snapshot(let snapshot): seen.append("snapshot \(snapshot.fractionCompleted)")
+      case .progress(let fraction): seen.append("progress \(fraction)")
+      case .status(let status): seen.append("\(status)")
+      case .message: break
+      }
+    }
+    #expect(seen == ["snapshot 0.5", "paused", "canceling", "failed"])
+  }
+
   /// Reading ``Job/fractionCompleted`` in `withObservationTracking` makes the job publish its
   /// progress steps from then on: the tracker hears of the next step while the work still runs.
   @Test func observationTrackingStartedMidRunHearsTheNextStep() async throws {

@@ -321,7 +321,11 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   /// Adds an observer whose first delivery is a snapshot (followed by the end when the job has
   /// finished). Returns `true` when the caller must drain.
-  mutating func addObserver(_ id: UInt64, _ handler: @escaping Observer) -> Bool {
+  ///
+  /// `firstListener`: nobody listened to the progress before, so the steps reported until now
+  /// were not published; the snapshot carries them, and they are not published again.
+  mutating func addObserver(_ id: UInt64, _ handler: @escaping Observer, firstListener: Bool = false) -> Bool {
+    if firstListener { publishedProgress = max(publishedProgress, progress) }
     var pending: [JobDelivery<Output>] = [.event(.snapshot(snapshot))]
     if let result { pending.append(.end(result)) }
     return observers.add(id, handler, pending: pending)
