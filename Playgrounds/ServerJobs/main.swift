@@ -55,12 +55,13 @@ print("(simulated job service and tile service; files in \(folder.path))")
 
 printStep("1. Start the offline map on the job service")
 let offlineMap = Job(GenerateOfflineMap(area: "Downtown Redlands"), options: GenerateOfflineMap.options)
-let serverMessages = printMessages(of: offlineMap, as: "offline map")
+let serverMessages = MessagePrinter(of: offlineMap, as: "offline map")
 jobService.server.scheduleOutage(after: 2, failing: 2)
 print("    The job service will answer 2 requests, then fail 2 with 503 Service Unavailable.")
 _ = try manager.add(offlineMap)
 offlineMap.start()
 await waitUntil(offlineMap, reaches: 0.25)
+await serverMessages.caughtUp(with: offlineMap.messages.count)  // step 1's messages under step 1
 print("    the server's job \(offlineMap.serverJobID ?? "?") is \(offlineMap.checkpoint?.lastState.rawValue ?? "?"),"
   + " a quarter done or more")
 
@@ -71,13 +72,17 @@ let tiles = Job(
     extent: Extent(xmin: -117.195, ymin: 34.045, xmax: -117.170, ymax: 34.065), levels: 12...16,
     log: folder.appendingPathComponent("writes.log").path))
 let tileCount = tiles.work.tiles.count
-let tileMessages = printMessages(of: tiles, as: "tiles")
+let tileMessages = MessagePrinter(of: tiles, as: "tiles")
 _ = try manager.add(tiles)
 tiles.start()
 await waitUntil(tiles, reaches: 0.25)
+await serverMessages.caughtUp(with: offlineMap.messages.count)
+await tileMessages.caughtUp(with: tiles.messages.count)
 
 printStep("3. The app quits mid-way: await manager.pauseAll(), exit")
 await manager.pauseAll()  // pauses both, waits until their work is parked, stores them
+await serverMessages.caughtUp(with: offlineMap.messages.count)
+await tileMessages.caughtUp(with: tiles.messages.count)
 print("    the manager holds \(manager.jobs.count) jobs, one file each in \(jobsFolder.lastPathComponent)/")
 print("    offline map: \(offlineMap.status), server job \(offlineMap.serverJobID ?? "?"),"
   + " \(offlineMap.checkpoint?.messagesSeen ?? 0) server messages seen")
@@ -119,8 +124,8 @@ func resume() async -> Int32 {
   let checkpoint = tiles.checkpoint ?? 0
 
   printStep("2. Resume both: manager.resumeAll()")
-  let serverMessages = printMessages(of: offlineMap, as: "offline map", from: offlineMap.messages.count)
-  let tileMessages = printMessages(of: tiles, as: "tiles", from: tiles.messages.count)
+  let serverMessages = MessagePrinter(of: offlineMap, as: "offline map", from: offlineMap.messages.count)
+  let tileMessages = MessagePrinter(of: tiles, as: "tiles", from: tiles.messages.count)
   print("    manager.resumeAll() → \(manager.resumeAll())")
   do {
     let result = try await offlineMap.output
@@ -131,8 +136,8 @@ func resume() async -> Int32 {
     print("    a job failed: \(describe(error))")
     return 1
   }
-  await serverMessages.value  // the events end with the job
-  await tileMessages.value
+  await serverMessages.finished()  // the events end with the job
+  await tileMessages.finished()
   let texts = offlineMap.messages.filter { $0.source == "job service" }.map(\.text)
   let eachMessageOnce = Set(texts).count == texts.count
   print("    the job service's messages in the job, over both runs: \(texts.count), each once: \(eachMessageOnce)")
