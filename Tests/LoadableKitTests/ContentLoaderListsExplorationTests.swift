@@ -236,6 +236,56 @@ struct ContentLoaderListsExplorationTests {
     }
   }
 
+  /// What the Thumbnails playground's cells rely on: claims with handlers on two keys while
+  /// refreshes, a caller's fetches and loads that yield interleave. A change may reach a handler
+  /// after the call that made it returned (another task may be delivering), but every handler
+  /// sees its key's versions in order, and once everything ran, each active claim's last
+  /// snapshot is the key's current one.
+  @Test func everyHandlerEndsWithItsKeysCurrentSnapshotInOrder() {
+    explore { executor, generator in
+      let ticks = Atomic<Int>(0)
+      let yieldCount = Int.random(in: 0...2, using: &generator)
+      let loader = Loader(idleTimeout: nil) { key in
+        let tick = ticks.add(1, ordering: .relaxed).newValue
+        for _ in 0..<yieldCount { await Task.yield() }
+        return ("v\(tick)", tick)
+      }
+      let frames = (0..<3).map { _ in Recorder<Loader.Snapshot>() }
+      let keys = (0..<3).map { _ in Int.random(in: 0...1, using: &generator) }
+      let steps = (0..<4).map { _ in (Int.random(in: 0...2, using: &generator), Int.random(in: 0...1, using: &generator)) }
+      let claims = Recorder<(Int, Loader.Claim)>()
+      for (index, key) in keys.enumerated() {
+        executor.spawn {
+          let claim = loader.begin(key) { frames[index].append($0) }
+          claims.append((index, claim))
+        }
+      }
+      executor.spawn {
+        for (action, key) in steps {
+          switch action {
+          case 0: loader.refresh(key)
+          case 1: _ = try? await loader.loadable(for: key).fetch()
+          default: await Task.yield()
+          }
+        }
+      }
+      return {
+        var problems: [String] = []
+        for (index, claim) in claims.values {
+          let drawn = frames[index].values
+          let versions = drawn.compactMap(\.version)
+          if versions != versions.sorted() { problems.append("claim \(index) drew versions \(versions)") }
+          let current = claim.snapshot
+          if let last = drawn.last, last.status != current.status || last.version != current.version {
+            problems.append("claim \(index) drew \(last) last, the key is \(current)")
+          }
+          claim.end()
+        }
+        return problems
+      }
+    }
+  }
+
   /// A key loaded once, unclaimed, then either left fresh, aged past `staleAfter` on a
   /// `TestClock`, or marked by `invalidate(where:)`, while another key churns and is invalidated
   /// alongside: at the next claim the old value is shown at once, and a stale key (only a stale
