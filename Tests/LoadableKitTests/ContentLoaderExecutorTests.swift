@@ -82,6 +82,37 @@ struct ContentLoaderExecutorTests {
     observation.cancel()
   }
 
+  /// A load waits for the one slot; its only claim ends, and before the cancellation reaches its
+  /// task, the slot frees and is handed to it (the seam runs the executor in that moment). It
+  /// must give the slot back without calling the data source: its claims let go of it first.
+  @Test func aLoadWhoseClaimsLetGoBeforeItsSlotCameNeverCallsTheDataSource() async throws {
+    let executor = ManualTaskExecutor()
+    let control = ControlledLoad<String>()
+    let started = Recorder<Int>()
+    let loader = ContentLoader<Int, String, Int>(
+      idleTimeout: nil, maximumConcurrentLoads: 1, taskExecutor: executor
+    ) { key in
+      started.append(key)
+      return (key == 0 ? try await control.operation() : "row \(key)", 1)
+    }
+    let first = loader.begin(0)
+    let queued = loader.begin(1)
+    executor.runInOrder()
+    #expect(started.values == [0] && loader.limiter!.waitingCount == 1)
+    ContentLoaderSeams.$afterClaimEnded.withValue({
+      control.resolve("row 0")  // the slot frees and goes to key 1's task, still not cancelled
+      executor.runInOrder()
+    }) {
+      queued.end()
+    }
+    executor.runInOrder()
+    #expect(started.values == [0])
+    #expect(loader.limiter!.takenCount == 0 && loader.limiter!.waitingCount == 0)
+    #expect(loader.snapshot(for: 1)?.status != .loading)
+    first.end()
+    executor.runInOrder()
+  }
+
   @Test func theGraceTimerRunsOnTheLoadersExecutor() async throws {
     let executor = ManualTaskExecutor()
     let clock = TestClock()

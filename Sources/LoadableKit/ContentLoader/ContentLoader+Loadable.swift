@@ -197,6 +197,10 @@ extension ContentLoader {
       let attempt = AttemptContext.current?.attemptID ?? withState { $0.attempt?.id }
       try await limiter.acquire(ObjectIdentifier(self), attempt: attempt, priority: priority)
       defer { limiter.release() }
+      // The claims may have let go of this attempt while it waited, and its task not be cancelled
+      // yet (that comes right after the loader's lock): it is no longer the loadable's attempt, so
+      // it gives the slot back without calling the data source.
+      guard attempt == nil || withState({ $0.attempt?.id }) == attempt else { throw CancellationError() }
       return try await loadAndKeep()
     }
 

@@ -241,6 +241,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       let entry = state.end(claim, now: now, &effects)
       return (entry, effects)
     }
+    ContentLoaderSeams.afterClaimEnded?()
     perform(effects)
     _ = entry  // released here, outside the lock
   }

@@ -4,4 +4,10 @@ enum ContentLoaderSeams {
   /// key's attempt: a test starts a load on another thread there, to land in the moment between
   /// the refresh starting and acting, which no schedule of tasks can reach.
   @TaskLocal static var beforeRefreshActs: (@Sendable () -> Void)?
+
+  /// Called by the general path of a claim's end, after the loader's lock was released and
+  /// before its effects (cancelling the load only the claims wanted) are performed: a test runs
+  /// other tasks there, to land in the moment between the claims letting go of a load and the
+  /// load's task being cancelled.
+  @TaskLocal static var afterClaimEnded: (@Sendable () -> Void)?
 }
