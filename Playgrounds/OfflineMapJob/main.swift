@@ -16,6 +16,7 @@ import Foundation
 import LoadableKit
 
 let arguments = Arguments(CommandLine.arguments.dropFirst())
+_ = redlands  // with --server, checks the server answers before the story starts (DownloadMapArea.swift)
 if let saved = arguments.resume {
   exit(await resume(from: saved))  // the second run, at the end of this file
 }

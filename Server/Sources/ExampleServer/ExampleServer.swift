@@ -82,10 +82,10 @@ public final class ExampleServer: Sendable {
   private func respond(to request: Request) async throws -> Response {
     let path = request.uri.path
     let target = request.uri.string
-    let number = log.begin(method: "\(request.method)", target: target)
-    let started = ContinuousClock.now
     let service = path.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
     let stage = staging.staging(for: service).overridden(by: request.headers)
+    let number = log.begin(method: "\(request.method)", target: target, held: stage.hold)
+    let started = ContinuousClock.now
     do {
       // The handler is cancelled when the client closes its connection.
       let (status, body) = try await request.body.consumeWithCancellationOnInboundClose { _ in

@@ -40,7 +40,7 @@ final class ThumbnailRoutes: Sendable {
   ///
   /// - Throws: `CancellationError` when the client went away first.
   func answer(_ itemID: String, path: String, stage: Staging) async throws -> (Int, Data) {
-    let failure = stage.status.map { ServiceError(code: $0, reason: HTTPResponse.Status(code: $0).reasonPhrase, path: path) }
+    let failure = stage.status.map { ServiceError(code: $0, reason: Self.reasons[$0] ?? "Error", path: path) }
     do {
       let thumbnail = try await service.thumbnail(for: itemID, held: stage.hold, failure: failure)
       return (200, try JSONEncoder().encode(thumbnail))
@@ -48,6 +48,13 @@ final class ThumbnailRoutes: Sendable {
       return (error.code, Data("{\"error\": {\"code\": \(error.code), \"message\": \"\(error.reason)\"}}".utf8))
     }
   }
+
+  /// The reason phrases of the statuses a staged failure asks for, as the in-process services
+  /// say them (`HTTPResponse.Status(code:)` has none).
+  private static let reasons: [Int: String] = [
+    400: "Bad Request", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
+    502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
+  ]
 
   func addRoutes(to router: Router<BasicRequestContext>) {
     router.post("/admin/thumbnails/release") { [service] _, _ in
