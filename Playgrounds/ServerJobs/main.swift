@@ -102,7 +102,8 @@ func resume() async -> Int32 {
   for problem in manager.restoreProblems {
     print("    \(problem.id): cannot restore it: \(problem.error)")
   }
-  for managed in manager.jobs {
+  // In the order of their kinds: the manager restores them in the order it finds their files.
+  for managed in manager.jobs.sorted(by: { "\($0.job.kind)" < "\($1.job.kind)" }) {
     print("    \(managed.job.kind): \(managed.job.status), messages: \(managed.job.messages.count)")
   }
   guard let offlineMap = manager.jobs.lazy.compactMap({ $0.job as? Job<GenerateOfflineMap> }).first,
@@ -119,20 +120,24 @@ func resume() async -> Int32 {
   let checkpoint = tiles.checkpoint ?? 0
 
   printStep("2. Resume both: manager.resumeAll()")
-  let serverMessages = printMessages(of: offlineMap, as: "offline map", from: offlineMap.messages.count)
-  let tileMessages = printMessages(of: tiles, as: "tiles", from: tiles.messages.count)
+  let (offlineMapSeen, tilesSeen) = (offlineMap.messages.count, tiles.messages.count)
   print("    manager.resumeAll() → \(manager.resumeAll())")
+  // The two jobs run at once, so their messages interleave differently on every run: each job's
+  // new messages are printed once both have finished, one job after the other.
+  let outcome: Result<(JobResult, Int), any Error>
   do {
-    let result = try await offlineMap.output
-    print("    offline map: \(offlineMap.status), result \(result.file), \(grouped(result.bytes)) bytes")
-    let count = try await tiles.output
-    print("    tiles: \(tiles.status), \(count) tiles, resumed from the checkpoint at tile \(checkpoint)")
+    outcome = .success((try await offlineMap.output, try await tiles.output))
   } catch {
-    print("    a job failed: \(describe(error))")
+    outcome = .failure(error)
+  }
+  for message in offlineMap.messages.dropFirst(offlineMapSeen) { printMessage(message, "offline map") }
+  for message in tiles.messages.dropFirst(tilesSeen) { printMessage(message, "tiles") }
+  guard case .success(let (result, count)) = outcome else {
+    if case .failure(let error) = outcome { print("    a job failed: \(describe(error))") }
     return 1
   }
-  await serverMessages.value  // the events end with the job
-  await tileMessages.value
+  print("    offline map: \(offlineMap.status), result \(result.file), \(grouped(result.bytes)) bytes")
+  print("    tiles: \(tiles.status), \(count) tiles, resumed from the checkpoint at tile \(checkpoint)")
   let texts = offlineMap.messages.filter { $0.source == "job service" }.map(\.text)
   let eachMessageOnce = Set(texts).count == texts.count
   print("    the job service's messages in the job, over both runs: \(texts.count), each once: \(eachMessageOnce)")
