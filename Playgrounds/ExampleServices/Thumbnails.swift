@@ -50,13 +50,7 @@ public enum ThumbnailCatalog {
     var state = UInt64(index) &* 0x9E37_79B9_7F4A_7C15
     var id = ""
     for _ in 0..<2 {
-      // SplitMix64: 64 bits per step.
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      z ^= z >> 31
-      let hex = String(z, radix: 16)
+      let hex = String(splitMix64(&state), radix: 16)
       id += String(repeating: "0", count: 16 - hex.count) + hex
     }
     return id
