@@ -73,10 +73,16 @@ let tiles = Job(
 let tileCount = tiles.work.tiles.count
 let tileMessages = printMessages(of: tiles, as: "tiles")
 _ = try manager.add(tiles)
+// A quarter of the way the network stalls: the request for the next tile is held until the
+// pause has come, so the tiles job stops at the same tile on every run.
+redlands.gis.server.holdRequests(after: (tileCount + 3) / 4)
 tiles.start()
 await waitUntil(tiles, reaches: 0.25)
+await redlands.gis.server.waitUntilRequestHeld()
 
 printStep("3. The app quits mid-way: await manager.pauseAll(), exit")
+tiles.pause()  // at once; its work parks once the held tile is answered
+try await redlands.gis.server.releaseHeldRequests()
 await manager.pauseAll()  // pauses both, waits until their work is parked, stores them
 print("    the manager holds \(manager.jobs.count) jobs, one file each in \(jobsFolder.lastPathComponent)/")
 print("    offline map: \(offlineMap.status), server job \(offlineMap.serverJobID ?? "?"),"

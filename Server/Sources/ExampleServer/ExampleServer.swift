@@ -16,7 +16,8 @@ import LoadableKit
 /// - `GET /portal/sharing/rest/content/items/<id>/info/thumbnail/thumbnail.png` and the admin
 ///   endpoints `/admin/thumbnails/…`: the thumbnail service (see `ThumbnailRoutes`).
 /// - `GET /admin/log`: the request log as text; `POST /admin/staging?…`: see ``Staging``;
-///   `POST /admin/jobs/clock?offsetSeconds=…`: moves the job service's clock; `GET /admin/ping`:
+///   `POST /admin/jobs/clock?offsetSeconds=…`: moves the job service's clock;
+///   `POST /admin/release?tag=…`: releases the requests held with `X-Hold: <tag>`; `GET /admin/ping`:
 ///   answers `example-server` (the playgrounds ask it first, to tell a server that is not there).
 ///
 /// Latency, outages and faults come from ``Staging``. Every request is logged in ``log`` with
@@ -29,6 +30,7 @@ public final class ExampleServer: Sendable {
   private let staging = StagingTable()
   private let jobs: Result<JobRoutes, any Error>
   private let thumbnails = ThumbnailRoutes()
+  private let gate = RequestGate()
 
   /// Creates a server that logs its requests in `log` and keeps the job service's jobs in
   /// `jobsDirectory` (a new temporary directory by default).
@@ -47,6 +49,13 @@ public final class ExampleServer: Sendable {
   ) -> some ApplicationProtocol {
     let router = Router()
     router.get("/admin/ping") { _, _ in "example-server\n" }
+    router.post("/admin/release") { [gate] request, _ -> String in
+      guard let tag = request.uri.queryParameters.get("tag") else {
+        throw HTTPError(.badRequest, message: "release takes ?tag=<the X-Hold of the requests>")
+      }
+      gate.release(tag)
+      return "released \(tag)\n"
+    }
     thumbnails.addRoutes(to: router)
     router.get("/admin/log") { [log] _, _ in
       log.entries.map(\.description).joined(separator: "\n") + "\n"
@@ -84,12 +93,13 @@ public final class ExampleServer: Sendable {
     let target = request.uri.string
     let service = path.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
     let stage = staging.staging(for: service).overridden(by: request.headers)
-    let number = log.begin(method: "\(request.method)", target: target, held: stage.hold)
+    let number = log.begin(method: "\(request.method)", target: target, held: stage.hold != nil)
     let started = ContinuousClock.now
     do {
       // The handler is cancelled when the client closes its connection.
       let (status, body) = try await request.body.consumeWithCancellationOnInboundClose { _ in
         try await Task.sleep(for: stage.latency)
+        if let tag = stage.hold, ThumbnailRoutes.itemID(in: path) == nil { try await self.gate.wait(for: tag) }
         return try await self.answer(method: "\(request.method)", path: path, query: request.uri.queryParameters, stage: stage)
       }
       return respond(number, status: status, body: body, stage: stage, started: started)

@@ -10,8 +10,10 @@ import HTTPTypes
 /// - `X-Retry-After: 1`: with a `503` or `429`, send `Retry-After: 1`.
 /// - `X-Fault: cut-off` closes the connection half-way through the body; `X-Fault: malformed-json`
 ///   answers `200` with a body that is not JSON.
-/// - `X-Hold: true` (thumbnails only): the thumbnail service holds the request, once it has read
-///   the revision to answer with, until `POST /admin/thumbnails/release` (see `ThumbnailRoutes`).
+/// - `X-Hold: <tag>`: hold the request (after the latency) until `POST /admin/release?tag=<tag>`;
+///   a request that arrives after its tag was released goes on at once. The thumbnail service
+///   holds its requests itself, once it has read the revision to answer with, until
+///   `POST /admin/thumbnails/release` (see `ThumbnailRoutes`).
 ///
 /// The admin endpoint sets the same for every request of one service (`portal`, `gis`, `gp`,
 /// `geocode`, or `all`): `POST /admin/staging?service=portal&down=true&retryAfter=1&latencyMs=300`,
@@ -29,11 +31,11 @@ public struct Staging: Sendable, Hashable {
   /// The `Retry-After` to send with a `503` or `429`, in seconds.
   public var retryAfterSeconds: Int?
   public var fault: Fault?
-  /// Whether the thumbnail service holds the request until it is released.
-  public var hold = false
+  /// The tag the request is held under until it is released, if it is held.
+  public var hold: String?
 
   public init(
-    latency: Duration = .zero, status: Int? = nil, retryAfterSeconds: Int? = nil, fault: Fault? = nil, hold: Bool = false
+    latency: Duration = .zero, status: Int? = nil, retryAfterSeconds: Int? = nil, fault: Fault? = nil, hold: String? = nil
   ) {
     self.latency = latency
     self.status = status
@@ -59,7 +61,7 @@ public struct Staging: Sendable, Hashable {
     }
     if let text = headers[Self.retryAfterHeader], let seconds = Int(text) { staging.retryAfterSeconds = max(0, seconds) }
     if let text = headers[Self.faultHeader] { staging.fault = Fault(rawValue: text) }
-    if let text = headers[Self.holdHeader] { staging.hold = text == "true" }
+    if let tag = headers[Self.holdHeader], !tag.isEmpty { staging.hold = tag }
     return staging
   }
 }

@@ -7,7 +7,7 @@ import Hummingbird
 /// story against this server (with ``ThumbnailClient``).
 ///
 /// - `GET /portal/sharing/rest/content/items/<id>/info/thumbnail/thumbnail.png`: the thumbnail as
-///   JSON (`{"itemID": …, "revision": …}`, a stand-in for the image). With `X-Hold: true` the
+///   JSON (`{"itemID": …, "revision": …}`, a stand-in for the image). With `X-Hold` the
 ///   service holds the request once it has read the revision to answer with; a client that goes
 ///   away meanwhile ends it cancelled. `X-Status` fails it after it arrived, so the service's log
 ///   counts it as failed.
@@ -42,7 +42,7 @@ final class ThumbnailRoutes: Sendable {
   func answer(_ itemID: String, path: String, stage: Staging) async throws -> (Int, Data) {
     let failure = stage.status.map { ServiceError(code: $0, reason: Self.reasons[$0] ?? "Error", path: path) }
     do {
-      let thumbnail = try await service.thumbnail(for: itemID, held: stage.hold, failure: failure)
+      let thumbnail = try await service.thumbnail(for: itemID, held: stage.hold != nil, failure: failure)
       return (200, try JSONEncoder().encode(thumbnail))
     } catch let error as ServiceError {
       return (error.code, Data("{\"error\": {\"code\": \(error.code), \"message\": \"\(error.reason)\"}}".utf8))
