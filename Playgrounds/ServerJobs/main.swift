@@ -55,12 +55,13 @@ print("(simulated job service and tile service; files in \(folder.path))")
 
 printStep("1. Start the offline map on the job service")
 let offlineMap = Job(GenerateOfflineMap(area: "Downtown Redlands"), options: GenerateOfflineMap.options)
-let serverMessages = printMessages(of: offlineMap, as: "offline map")
+let serverMessages = MessagePrinter(of: offlineMap, as: "offline map")
 jobService.server.scheduleOutage(after: 2, failing: 2)
 print("    The job service will answer 2 requests, then fail 2 with 503 Service Unavailable.")
 _ = try manager.add(offlineMap)
 offlineMap.start()
 await waitUntil(offlineMap, reaches: 0.25)
+await serverMessages.caughtUp(with: offlineMap.messages.count)  // step 1's messages under step 1
 print("    the server's job \(offlineMap.serverJobID ?? "?") is \(offlineMap.checkpoint?.lastState.rawValue ?? "?"),"
   + " a quarter done or more")
 
@@ -71,7 +72,7 @@ let tiles = Job(
     extent: Extent(xmin: -117.195, ymin: 34.045, xmax: -117.170, ymax: 34.065), levels: 12...16,
     log: folder.appendingPathComponent("writes.log").path))
 let tileCount = tiles.work.tiles.count
-let tileMessages = printMessages(of: tiles, as: "tiles")
+let tileMessages = MessagePrinter(of: tiles, as: "tiles")
 _ = try manager.add(tiles)
 // A quarter of the way the network stalls: the request for the next tile is held until the
 // pause has come, so the tiles job stops at the same tile on every run.
@@ -79,11 +80,15 @@ redlands.gis.server.holdRequests(after: (tileCount + 3) / 4)
 tiles.start()
 await waitUntil(tiles, reaches: 0.25)
 await redlands.gis.server.waitUntilRequestHeld()
+await serverMessages.caughtUp(with: offlineMap.messages.count)
+await tileMessages.caughtUp(with: tiles.messages.count)
 
 printStep("3. The app quits mid-way: await manager.pauseAll(), exit")
 tiles.pause()  // at once; its work parks once the held tile is answered
 try await redlands.gis.server.releaseHeldRequests()
 await manager.pauseAll()  // pauses both, waits until their work is parked, stores them
+await serverMessages.caughtUp(with: offlineMap.messages.count)
+await tileMessages.caughtUp(with: tiles.messages.count)
 print("    the manager holds \(manager.jobs.count) jobs, one file each in \(jobsFolder.lastPathComponent)/")
 print("    offline map: \(offlineMap.status), server job \(offlineMap.serverJobID ?? "?"),"
   + " \(offlineMap.checkpoint?.messagesSeen ?? 0) server messages seen")
