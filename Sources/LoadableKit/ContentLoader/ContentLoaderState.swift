@@ -12,9 +12,10 @@ import Synchronization
 /// claims' interest, or to read the entry), never the reverse. Nothing here runs user code or
 /// releases a user value: whatever the state lets go of travels in ``Effects`` and dies after the
 /// lock is released.
+@usableFromInline
 struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Comparable & Sendable> {
-  typealias Loader = ContentLoader<Key, Value, Version>
-  typealias Entry = Loader.KeyedLoadable
+  @usableFromInline typealias Loader = ContentLoader<Key, Value, Version>
+  @usableFromInline typealias Entry = Loader.KeyedLoadable
   typealias Attempt = LoadStateMachine<Value>.Attempt
   typealias Snapshot = Loader.Snapshot
   typealias Event = Loader.Event
@@ -76,7 +77,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// What the values of the entries in the index cost together.
   var totalCost = 0
 
-  var index: [Key: Entry] = [:]
+  @usableFromInline var index: [Key: Entry] = [:]
   var handedOut: [Key: HandedOut] = [:]
   var idle = IdleList()
   var idleEmpty = IdleList()
@@ -160,6 +161,43 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
   // MARK: - Claims
 
+  /// `begin(key)` on a key that other claims already hold, when nothing but the counts changes:
+  /// the entry is claimed, so it is not idle and its claims' interest is in place, and the new
+  /// claim does not raise the key's priority. Returns `false`, having changed nothing, when the
+  /// general ``begin(_:sink:fresh:expiredBefore:_:)`` is needed.
+  ///
+  /// Inlinable, so that it runs specialized for the caller's types: no `Effects`, no allocation
+  /// and no generic metadata looked up at run time. It must stay what ``begin(_:sink:fresh:expiredBefore:_:)``
+  /// does in this case (``settle(_:now:_:)`` has nothing to do for an entry that stays claimed).
+  @inlinable
+  mutating func beginOnClaimedEntry(_ claim: Loader.Claim) -> Bool {
+    guard let entry = index[claim.key], entry.claimCount > 0, claim.rank <= entry.claimsAt.highestOrVisible else {
+      return false
+    }
+    claim.entry = entry
+    entry.claimCount += 1
+    entry.claimsAt[claim.rank] += 1
+    return true
+  }
+
+  /// `Claim.end()` of a claim whose key other claims still hold, when nothing but the counts
+  /// changes: no observer of this claim to close, and the key's priority stays. Returns `true`
+  /// when done (or when the claim had already ended), `false`, having changed nothing, when the
+  /// general ``end(_:now:_:)`` is needed. The entry stays referenced by the other claims, so
+  /// letting go of it here releases nothing.
+  @inlinable
+  mutating func endOnClaimedEntry(_ claim: Loader.Claim) -> Bool {
+    guard let entry = claim.entry else { return true }
+    guard entry.claimCount > 1, entry.sinks.isEmpty || entry.sinks[claim.id] == nil,
+      claim.rank < entry.claimsAt.highestOrVisible || entry.claimsAt[claim.rank] > 1
+    else { return false }
+    claim.entry = nil
+    claim.hasEnded.store(true, ordering: .releasing)
+    entry.claimCount -= 1
+    entry.claimsAt[claim.rank] -= 1
+    return true
+  }
+
   /// `begin(key)`: adds `claim` to the key's entry. The first claim on an entry that is not
   /// freshly loaded starts an attempt that only the claims want; on an entry that is loading, it
   /// adds the claims' interest to the running attempt. Returns `false` when the key has no entry
@@ -203,6 +241,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   mutating func end(_ claim: Loader.Claim, now: Duration, _ effects: inout Effects) -> Entry? {
     guard let entry = claim.entry else { return nil }
     claim.entry = nil
+    claim.hasEnded.store(true, ordering: .releasing)
     entry.claimCount -= 1
     let before = entry.loadPriority
     entry.claimsAt[claim.rank] -= 1
