@@ -386,14 +386,16 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// callers); launch the attempts started for claims; start timers; deliver the queued
   /// notifications. `effects.released` goes last, when `effects` dies.
   func perform(_ effects: State.Effects) {
-    for task in effects.cancelTasks { task.cancel() }
-    for (entry, entryEffects) in effects.entryEffects { entry.perform(entryEffects) }
-    for (entry, attempt, event) in effects.launches {
-      entry.launch(attempt, priority: launchPriority(of: entry))
-      AttemptContext.outside { entry.deliver(event, contentChanged: false) }
+    if let lists = effects.storage {
+      for task in lists.cancelTasks { task.cancel() }
+      for (entry, entryEffects) in lists.entryEffects { entry.perform(entryEffects) }
+      for (entry, attempt, event) in lists.launches {
+        entry.launch(attempt, priority: launchPriority(of: entry))
+        AttemptContext.outside { entry.deliver(event, contentChanged: false) }
+      }
+      for (entry, priority, raised) in lists.reprioritized { reprioritize(entry, to: priority, raised: raised) }
+      for (entry, id) in lists.startTimers { launchGraceTimer(entry, id: id) }
     }
-    for (entry, priority, raised) in effects.reprioritized { reprioritize(entry, to: priority, raised: raised) }
-    for (entry, id) in effects.startTimers { launchGraceTimer(entry, id: id) }
     if let deadline = effects.startSweeper { launchSweeper(firstDeadline: deadline) }
     if effects.drain { drain() }
   }
@@ -458,8 +460,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
 
   private static func sweep(_ loader: ContentLoader?, now: Duration) -> Duration? {
     guard let loader else { return nil }
-    let (next, effects) = loader.withState { $0.sweep(now: now) }
-    loader.perform(effects)
-    return next
+    let swept = loader.withState { $0.sweep(now: now) }
+    loader.perform(swept.1)
+    return swept.next
   }
 }

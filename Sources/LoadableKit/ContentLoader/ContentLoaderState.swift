@@ -41,20 +41,67 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// What to do after leaving the lock, in this order: cancel tasks, perform the entries' own
   /// effects, launch attempts, start timers, deliver queued notifications; then let the released
   /// values go.
+  ///
+  /// Most changes need nothing done (a claim counted, a status already shown), so the lists live
+  /// in a ``Storage`` allocated on the first thing recorded: an empty `Effects` is one `nil`
+  /// reference, which the library's unspecialized code creates, tests and destroys without
+  /// looking up the metadata of six generic element types at run time.
   struct Effects {
-    var cancelTasks: [Task<Void, Never>] = []
-    /// Effects of an entry's state machine (a cancelled attempt, a restored state).
-    var entryEffects: [(Entry, LoadStateMachine<Value>.Effects)] = []
-    /// Attempts started for claims: launched, and their status change delivered.
-    var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] = []
-    var startTimers: [(Entry, UInt64)] = []
-    /// Keys whose load priority changed (and whether it went up).
-    var reprioritized: [(Entry, ClaimPriority, Bool)] = []
+    final class Storage {
+      var cancelTasks: [Task<Void, Never>] = []
+      var entryEffects: [(Entry, LoadStateMachine<Value>.Effects)] = []
+      var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] = []
+      var startTimers: [(Entry, UInt64)] = []
+      var reprioritized: [(Entry, ClaimPriority, Bool)] = []
+      var released = Released()
+    }
+
+    /// `nil` until something is recorded.
+    var storage: Storage?
     /// Start the idle sweeper, which first wakes at this offset.
     var startSweeper: Duration?
     /// Deliver the outbox: this caller took the delivery role.
     var drain = false
-    var released = Released()
+
+    init() {}
+
+    /// The storage, created on first use.
+    var more: Storage {
+      mutating get {
+        if let storage { return storage }
+        let storage = Storage()
+        self.storage = storage
+        return storage
+      }
+    }
+
+    var cancelTasks: [Task<Void, Never>] {
+      get { storage?.cancelTasks ?? [] }
+      _modify { yield &more.cancelTasks }
+    }
+    /// Effects of an entry's state machine (a cancelled attempt, a restored state).
+    var entryEffects: [(Entry, LoadStateMachine<Value>.Effects)] {
+      get { storage?.entryEffects ?? [] }
+      _modify { yield &more.entryEffects }
+    }
+    /// Attempts started for claims: launched, and their status change delivered.
+    var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] {
+      get { storage?.launches ?? [] }
+      _modify { yield &more.launches }
+    }
+    var startTimers: [(Entry, UInt64)] {
+      get { storage?.startTimers ?? [] }
+      _modify { yield &more.startTimers }
+    }
+    /// Keys whose load priority changed (and whether it went up).
+    var reprioritized: [(Entry, ClaimPriority, Bool)] {
+      get { storage?.reprioritized ?? [] }
+      _modify { yield &more.reprioritized }
+    }
+    var released: Released {
+      get { storage?.released ?? Released() }
+      _modify { yield &more.released }
+    }
   }
 
   /// References the state let go of. Each may be the last one to a user value (an entry holds its
