@@ -129,6 +129,94 @@ struct EngineSeamTests {
     #expect(stale == 0, "\(stale) of \(checked) maps stale")
   }
 
+  /// A view whose attempt is undone by a cascading cancel, after a source changed during that
+  /// attempt, must catch up with the source. Before the fix, an undone attempt did not count as
+  /// ended: the view went back to its old content (1) and stayed there while the source held 2.
+  @Test func aViewWhoseAttemptIsUndoneCatchesUpWithItsSources() async throws {
+    let sourceControl = ControlledLoad<Int>()
+    let source = sourceControl.makeLoadable()
+    let otherControl = ControlledLoad<Int>()
+    let other = otherControl.makeLoadable()
+    for (loadable, control) in [(source, sourceControl), (other, otherControl)] {
+      let loading = Task { try await loadable.load() }
+      await control.waitForStart(1)
+      control.resolve(1)
+      try await loading.value
+    }
+    let view = zip([source, other])
+    #expect(view.content == [1, 1])
+    let dependent = view.map { $0.reduce(0, +) }
+    #expect(dependent.content == 2)
+
+    // The dependent's fetch starts the view's attempt, which fetches both sources.
+    let fetching = Task { try await dependent.fetch() }
+    await sourceControl.waitForStart(2)
+    await otherControl.waitForStart(2)
+    // Somebody else wants both sources' new contents: they keep loading when the cascade comes
+    // (an undone source would tell the view, which would then catch up on that account alone).
+    let sourceCaller = Task { try await source.load() }
+    let otherCaller = Task { try await other.load() }
+    await eventually { source.snapshot.status == .loading && sourceControl.pendingCount == 1 }
+    sourceControl.resolve(2)
+    try await sourceCaller.value
+    #expect(source.content == 2)
+    #expect(view.loadStatus == .loading)  // the change arrived while the view's attempt ran
+
+    // Cancelling the dependent undoes the view's attempt (only the dependent wanted it).
+    dependent.cancelLoad()
+    _ = try? await fetching.value
+    await eventually { view.loadStatus == .loaded && view.content == [2, 1] }
+    #expect(view.content == [2, 1])
+    #expect(otherControl.pendingCount == 1)  // the other source has not changed meanwhile
+    otherControl.resolve(1)
+    try await otherCaller.value
+  }
+
+  // MARK: - Review fixes
+
+  /// An attempt kept after it ended does not keep its loadable. A `ContentLoader` key keeps the
+  /// last attempt it showed; before the fix the attempt kept its context, and the context kept the
+  /// loadable, so a key whose loader went while it loaded was never freed.
+  @Test func anEndedAttemptDoesNotKeepItsLoadable() async throws {
+    let control = ControlledLoad<Int>()
+    weak var weakLoadable: AsyncLoadable<Int>?
+    var kept: RunningAttempt?
+    do {
+      let loadable = control.makeLoadable()
+      let loading = Task { try await loadable.load() }
+      await control.waitForStart(1)
+      kept = loadable.withState { $0.attempt }
+      control.resolve(1)
+      try await loading.value
+      weakLoadable = loadable
+    }
+    #expect(kept != nil)
+    await eventually { weakLoadable == nil }
+    #expect(weakLoadable == nil)
+    #expect(kept?.context == nil)
+  }
+
+  /// Observers hear of `.loading` before the attempt's task is started, so a fast attempt cannot
+  /// resume its callers before observers were told. Before the fix, the caller that started an
+  /// attempt launched its task first and told the observers after.
+  @Test func observersHearOfLoadingBeforeTheAttemptStarts() async throws {
+    let executor = ManualTaskExecutor()
+    let loadable = AsyncLoadable<Int> { 1 }
+    let launchedFirst = Recorder<Bool>()
+    let observation = loadable.observeLoadStatus { status in
+      if status == .loading { launchedFirst.append(executor.pendingJobCount > 0) }
+    }
+    let loading = Task {
+      try await TaskLaunch.$executor.withValue(executor) { try await loadable.load() }
+    }
+    await eventually { executor.pendingJobCount > 0 }  // the attempt's task is enqueued
+    #expect(launchedFirst.values == [false])
+    while executor.runInOrder() > 0 || loadable.loadStatus != .loaded { await Task.yield() }
+    try await loading.value
+    #expect(loadable.content == 1)
+    observation.cancel()
+  }
+
   // MARK: - 5. A consistent snapshot
 
   @Test func aRetryAfterAFailureShowsNoErrorWhileLoading() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import LoadableKit
 import LoadableKitTesting
 import Testing
@@ -95,6 +96,83 @@ struct JobsProgressTests {
     #expect(values.count >= 1000)
     #expect(zip(values, values.dropFirst()).allSatisfy { $0 < $1 })
     #expect(values.last == 1)
+  }
+
+  /// Progress nobody listens to stays in the job's atomic (no lock, no event); a subscriber that
+  /// comes later finds it in its snapshot and then hears every step.
+  @Test func anObserverAddedMidRunSeesTheProgressSoFarThenEveryStep() async throws {
+    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .report(completed: 3, total: 4)]])
+    let arrived = JobLatch()
+    let release = JobLatch()
+    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
+    let job = Job(work)
+    job.start()
+    await arrived.wait()
+    let events = job.events
+    release.open()
+    _ = try await job.output
+    var snapshotProgress: Double?
+    var steps: [Double] = []
+    for await event in events {
+      switch event {
+      case .snapshot(let snapshot): snapshotProgress = snapshot.fractionCompleted
+      case .progress(let fraction): steps.append(fraction)
+      case .status, .message: break
+      }
+    }
+    #expect(snapshotProgress == 0.5)
+    #expect(steps == [0.75, 1])
+  }
+
+  /// The first subscriber of a job nobody watched gets the progress so far in its snapshot only:
+  /// the next status change does not repeat it as a progress event.
+  @Test func aLateFirstSubscriberIsNotToldTheProgressTwice() async throws {
+    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
+    let arrived = JobLatch()
+    let release = JobLatch()
+    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
+    let job = Job(work)
+    job.start()
+    await arrived.wait()
+    let events = job.events
+    job.pause()
+    release.open()
+    await job.waitUntilParked()
+    await job.cancel()
+    var seen: [String] = []
+    for await event in events {
+      switch event {
+      case .snapshot(let snapshot): seen.append("snapshot \(snapshot.fractionCompleted)")
+      case .progress(let fraction): seen.append("progress \(fraction)")
+      case .status(let status): seen.append("\(status)")
+      case .message: break
+      }
+    }
+    #expect(seen == ["snapshot 0.5", "paused", "canceling", "failed"])
+  }
+
+  /// Reading ``Job/fractionCompleted`` in `withObservationTracking` makes the job publish its
+  /// progress steps from then on: the tracker hears of the next step while the work still runs.
+  @Test func observationTrackingStartedMidRunHearsTheNextStep() async throws {
+    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .report(completed: 3, total: 4), .hook]])
+    let arrived = [JobLatch(), JobLatch()]
+    let release = [JobLatch(), JobLatch()]
+    JobHooks.set(work.id) { unit in
+      let index = unit == 1 ? 0 : 1
+      arrived[index].open()
+      await release[index].wait()
+    }
+    let job = Job(work)
+    job.start()
+    await arrived[0].wait()
+    let changed = JobLatch()
+    let read = withObservationTracking { job.fractionCompleted } onChange: { changed.open() }
+    #expect(read == 0.5)
+    release[0].open()
+    await arrived[1].wait()  // the work reported 3/4 and waits at its second hook
+    #expect(changed.isOpen, "the tracker heard of the step to 0.75 before the job ended")
+    release[1].open()
+    _ = try await job.output
   }
 
   @Test func progressIsFlushedBeforeAStatusChange() async throws {

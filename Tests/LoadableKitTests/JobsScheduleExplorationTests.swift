@@ -30,15 +30,17 @@ struct YieldingWork: JobWork {
 
 @Suite("Jobs: schedule exploration", .timeLimit(.minutes(5)))
 struct JobsScheduleExplorationTests {
-  /// Start, pause, resume, cancel, wait until parked, await the output and persist (toJSON, then
-  /// fromJSON and run the restored job to its end), in a seeded order on one executor; a cancel is
-  /// always among them, so every schedule ends. Every call returns exactly once, the final state is
-  /// consistent, and every restored copy matches the state it was saved in.
+  /// Start, pause, resume, cancel, wait until parked, await the output (staying, or leaving when the
+  /// awaiting task is cancelled) and persist (toJSON, then fromJSON and run the restored job to
+  /// its end), in a seeded order on one executor; a cancel is always among them, so every schedule
+  /// ends. Every call returns exactly once, the final state is consistent, every restored copy
+  /// matches the state it was saved in, an output caller's answer agrees with how the job ended,
+  /// and the run's attempt keeps no waiter slot.
   @Test func pauseResumeCancelCheckpointAndPersist() {
     explore { executor, generator in
       let work = YieldingWork(units: 3, yields: Int.random(in: 0...2, using: &generator))
       let job = Job(work, options: JobOptions(messageLimit: 2))
-      let operations = (0..<Int.random(in: 3...6, using: &generator)).map { _ in Int.random(in: 0...6, using: &generator) } + [7]
+      let operations = (0..<Int.random(in: 3...6, using: &generator)).map { _ in Int.random(in: 0...8, using: &generator) } + [7]
       let calls = Calls(expected: operations.count)
       let problems = Recorder<String>()
       for (call, operation) in operations.enumerated() {
@@ -57,7 +59,23 @@ struct JobsScheduleExplorationTests {
             await calls.record(call) {
               let output = try await job.output
               if output != work.expectedOutput { problems.append("output \(output)") }
+              if job.status != .succeeded { problems.append("output returned while \(job.status)") }
             }
+          case 8:
+            // An output caller that leaves: its task is cancelled after a seeded number of steps.
+            let leaver = Task(executorPreference: executor) {
+              do {
+                let output = try await job.output
+                if output != work.expectedOutput { problems.append("leaver's output \(output)") }
+              } catch is CancellationError {
+              } catch {
+                problems.append("leaver threw \(error)")
+              }
+            }
+            for _ in 0..<(call % 3) { await Task.yield() }
+            leaver.cancel()
+            await leaver.value
+            calls.record(call, "ok")
           case 5, 6:
             await calls.record(call) {
               let before = job.checkpoint?.next ?? 0
@@ -97,6 +115,7 @@ struct JobsScheduleExplorationTests {
         if snapshot.status == .succeeded, snapshot.fractionCompleted != 1 { violations.append("succeeded below 1") }
         if snapshot.messages.count > 2 { violations.append("messages over the cap") }
         if job.waiterCountForTesting != 0 { violations.append("waiters left") }
+        if job.storedOutputWaiterSlotsForTesting != 0 { violations.append("output waiter slots left") }
         return violations
       }
     }

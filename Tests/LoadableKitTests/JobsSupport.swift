@@ -60,6 +60,8 @@ final class JobLatch: Sendable {
     }
   }
 
+  var isOpen: Bool { state.withLock(owner: self) { $0.isOpen } }
+
   func open() {
     let waiters = state.withLock(owner: self) { state in
       state.isOpen = true

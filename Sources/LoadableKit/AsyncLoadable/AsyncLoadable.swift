@@ -84,10 +84,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Inlinable, like the public initializers, so that creating a loadable is specialized for the
   /// caller's `Content` instead of looking up the generic metadata of its state at run time.
   @inlinable
-  init(status: LoadStatus, content: Content?, error: (any Error)?, operation: Operation) {
+  init(status: LoadStatus, content: Content?, error: (any Error)?, operation: Operation?) {
     state = Mutex(LoadStateMachine(status: status, content: content, error: error))
     statusMirror.store(status.code, ordering: .relaxed)
-    self.operation = operation
+    self.operation = operation ?? .overridden
   }
 
   /// Creates a loadable whose attempts run `operation`.

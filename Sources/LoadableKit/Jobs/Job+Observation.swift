@@ -95,7 +95,8 @@ extension Job {
   @discardableResult
   func addObserver(_ observer: @escaping Machine.Observer) -> UInt64 {
     let id = nextJobWaiterID()
-    if withState({ $0.addObserver(id, observer) }) { drainObservers() }
+    let first = signals.noteAudience()  // before the snapshot reads the progress
+    if withState({ $0.addObserver(id, observer, firstListener: first) }) { drainObservers() }
     return id
   }
 

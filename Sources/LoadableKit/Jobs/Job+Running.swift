@@ -5,10 +5,15 @@ extension Job {
   /// error, the connection lost), as opposed to the messages its work posts.
   public static var messageSource: String { "LoadableKit" }
 
-  /// Starts the task of run `runID`. The task keeps the job alive until the work stops.
+  /// Starts the task of run `runID`: the task of the run's attempt (`run`), which keeps the job
+  /// alive until the work stops.
   func launch(_ runID: UInt64) {
-    let task = TaskLaunch.start { await self.drive(runID: runID, clock: self.options.clock) }
-    if withState({ $0.attach(task, runID: runID) }) { task.cancel() }
+    let task = run.launchOwnedAttempt {
+      await self.drive(runID: runID, clock: self.options.clock)
+      // The job concluded the attempt when it ended (`finish`); this result is not used.
+      return .failure(CancellationError())
+    }
+    if withState({ $0.launched(runID: runID) }) { task.cancel() }
   }
 
   /// Runs the work until it succeeds, fails, or is cancelled, retrying transient errors.

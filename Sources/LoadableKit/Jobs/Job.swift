@@ -45,6 +45,10 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   let state: Mutex<Machine>
   /// The progress and the pause-point gate, read and written without the lock.
   let signals: JobSignals
+  /// The job's run, as an attempt of the one attempt core: its task, the callers of ``output``
+  /// (its waiters) and the delivery of the outcome to them. The job starts, cancels and concludes
+  /// it; nobody else does (see `AsyncLoadable+Owned.swift`).
+  let run: AsyncLoadable<Work.Output>
   let registrar = ObservationRegistrar()
 
   /// Creates a job that runs `work` with default ``JobOptions``: no error is transient.
@@ -65,6 +69,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     self.options = options
     self.state = Mutex(Machine(messages: JobMessageLog(limit: options.messageLimit)))
     self.signals = JobSignals(progress: 0)
+    self.run = AsyncLoadable(status: .notLoaded, content: nil, error: nil, operation: nil)
   }
 
   /// A job restored from its JSON form.
@@ -72,6 +77,12 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     self.work = work
     self.options = options
     self.signals = JobSignals(progress: machine.progress)
+    // A job restored after it finished has its outcome already: `output` throws it at once.
+    switch machine.result {
+    case .failure(let error)?: self.run = AsyncLoadable(status: .failed, content: nil, error: error, operation: nil)
+    case .success(let output)?: self.run = AsyncLoadable(status: .loaded, content: output, error: nil, operation: nil)
+    case nil: self.run = AsyncLoadable(status: .notLoaded, content: nil, error: nil, operation: nil)
+    }
     self.state = Mutex(machine)
   }
 
@@ -116,6 +127,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// value; observation (``events``, `withObservationTracking`) is told about it once per 1/1000
   /// step and before every status change.
   public var fractionCompleted: Double {
+    signals.noteAudience()  // before the access: progress steps are published from now on
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.fractionCompleted)
     return signals.progress
   }
@@ -131,6 +143,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
 
   /// Status, progress, messages and error, read together in one step. Observable.
   public var snapshot: JobSnapshot {
+    signals.noteAudience()
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.status)
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.fractionCompleted)
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.messages)
@@ -219,16 +232,9 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   ///   `CancellationError` when the awaiting task is cancelled.
   nonisolated(nonsending) public var output: Work.Output {
     get async throws {
-      if let result = state.withLock(owner: self, { $0.result }) { return try result.get() }
-      let id = nextJobWaiterID()
-      return try await withTaskCancellationHandler {
-        try await withUnsafeThrowingContinuation { (continuation: Machine.OutputWaiter) in
-          let answer = state.withLock(owner: self) { $0.addOutputWaiter(id, continuation, taskIsCancelled: Task.isCancelled) }
-          if let answer { continuation.resume(with: answer) }
-        }
-      } onCancel: {
-        state.withLock(owner: self) { $0.removeOutputWaiter(id) }?.resume(throwing: CancellationError())
-      }
+      // The callers wait in the run's attempt: they resume once the job has ended and its
+      // observers were told.
+      try await run.awaitOutcome()
     }
   }
 
@@ -260,8 +266,12 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     }
   }
 
-  /// The continuations the job holds (parked work, output and settle waiters), for tests.
-  var waiterCountForTesting: Int { state.withLock(owner: self) { $0.waiterCount } }
+  /// The continuations the job holds (parked work and settle waiters, and the callers of
+  /// ``output`` waiting in the run's attempt), for tests.
+  var waiterCountForTesting: Int { state.withLock(owner: self) { $0.waiterCount } + run.waiterCount }
+
+  /// The waiter slots the run's attempt stores, those of callers that left included, for tests.
+  var storedOutputWaiterSlotsForTesting: Int { run.storedWaiterSlotCount }
 
   // MARK: - Effects
 
@@ -269,7 +279,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// pause-point gate in step with the status.
   func withState<R>(_ body: (inout Machine) -> R) -> R {
     state.withLock(owner: self) { state in
-      let before = signals.progressBits.load(ordering: .relaxed)
+      let before = signals.progressBits.load(ordering: .sequentiallyConsistent)
       state.progress = Double(bitPattern: before)
       let result = body(&state)
       if state.progress.bitPattern > before {
@@ -281,21 +291,20 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   }
 
   /// Performs what a transition asked for, outside the lock, in the order of effects every
-  /// LoadableKit engine follows: (1) cancel the task; (2) tell observation, the observers and the
-  /// installed instruments;
-  /// (3) resume the waiters (parked callers, settle waiters, output waiters), then launch a run;
-  /// (4) release the values the state let go of: they go with `effects`, after this returns.
+  /// LoadableKit engine follows: (1) cancel the run's task; (2) tell observation, the observers and
+  /// the installed instruments; (3) resume the waiters — parked callers, settle waiters, then the
+  /// callers of ``output``, by concluding the run's attempt (the core's performer resumes them,
+  /// and releases what the attempt let go of) — then launch a run; (4) release the values the
+  /// state let go of: they go with `effects`, after this returns.
   func perform(_ effects: consuming Machine.Effects) {
-    effects.cancelTask?.cancel()
+    if effects.cancelRun { run.cancelOwnedAttemptTask() }
     notifyObservation(of: effects.changes)
     if effects.drain { drainObservers() }
     if !effects.reports.isEmpty { JobProbe.report(effects.reports, job: self, name: Work.kind, own: options.instrument) }
     for park in effects.resumeParked { park.resume() }
     for park in effects.cancelParked { park.resume(throwing: CancellationError()) }
     for waiter in effects.settled { waiter.resume() }
-    if let result = effects.result {
-      for waiter in effects.outputWaiters { waiter.resume(with: result) }
-    }
+    if let result = effects.result { run.conclude(with: result) }
     if let runID = effects.launch { launch(runID) }
     _ = consume effects  // (4) the released values, last
   }

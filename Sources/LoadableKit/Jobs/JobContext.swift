@@ -7,7 +7,8 @@
 /// ``pausePoint()`` throws `CancellationError`.
 ///
 /// ``reportProgress(completed:total:)`` and ``pausePoint()`` are cheap enough to call for every
-/// item: while the job runs, they take no lock and allocate nothing.
+/// item: while the job runs, they take no lock and allocate nothing (a report that crosses a
+/// 1/1000 step takes the job's lock to tell observers, when there are any).
 public struct JobContext<Checkpoint: Codable & Sendable>: Sendable {
   @usableFromInline let host: any JobContextHost<Checkpoint>
   @usableFromInline let signals: JobSignals
@@ -39,13 +40,13 @@ public struct JobContext<Checkpoint: Codable & Sendable>: Sendable {
   @inlinable
   public func reportProgress(completed: Int, total: Int) {
     guard total > 0 else { return }
-    if signals.raiseProgress(to: Double(completed) / Double(total)) { host.publishProgress() }
+    if signals.raiseProgress(to: Double(completed) / Double(total)), signals.needsPublishing() { host.publishProgress() }
   }
 
   /// Reports the fraction of the work that is done, from 0 to 1, as
   /// ``reportProgress(completed:total:)`` does. A NaN counts as 0, so it never raises the progress.
   public func reportProgress(fractionCompleted: Double) {
-    if signals.raiseProgress(to: fractionCompleted) { host.publishProgress() }
+    if signals.raiseProgress(to: fractionCompleted), signals.needsPublishing() { host.publishProgress() }
   }
 
   /// Posts a message to the job's ``Job/messages``.

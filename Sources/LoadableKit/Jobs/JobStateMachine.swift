@@ -1,12 +1,3 @@
-/// What an observer of a ``Job`` receives: public events, then the end with the job's result
-/// (`nil` when the job was deallocated before it finished).
-enum JobDelivery<Output: Sendable>: Sendable {
-  case event(JobEvent)
-  /// The work saved a checkpoint (for a ``JobManager``, which stores it).
-  case checkpointSaved
-  case end(Result<Output, any Error>?)
-}
-
 /// The observable properties a transition changed; the job tells its `ObservationRegistrar`.
 struct JobChanges: OptionSet, Sendable {
   var rawValue: UInt8
@@ -20,7 +11,12 @@ struct JobChanges: OptionSet, Sendable {
 ///
 /// Held in the job's `Mutex`. Every event is a `mutating` method that changes the state and
 /// returns ``Effects``: what the job must do *after* leaving the lock (resume continuations, start
-/// or cancel the task, deliver events). Nothing here runs user code, suspends or blocks.
+/// or cancel the run, deliver events). Nothing here runs user code, suspends or blocks.
+///
+/// The run itself — its task, the callers of ``Job/output`` and the delivery of the outcome to
+/// them — is an attempt of the one attempt core (`AsyncLoadable+Owned.swift`), held by the job as
+/// `run`. This machine keeps what a job adds on top: the public status (with `.canceling` and
+/// `.paused`), pause points, checkpoints, progress, messages and the job's observers.
 ///
 /// Besides the public status, the machine tracks the job's *activity*: whether a task is driving
 /// the work (`running`), waiting out a transient-error backoff (`backingOff`), or absent (`idle`).
@@ -28,27 +24,28 @@ struct JobChanges: OptionSet, Sendable {
 /// `running` with no caller parked at a pause point.
 struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   typealias Park = UnsafeContinuation<Void, any Error>
-  typealias OutputWaiter = UnsafeContinuation<Output, any Error>
   typealias SettleWaiter = UnsafeContinuation<Void, Never>
-  typealias Observer = @Sendable (JobDelivery<Output>) -> Void
+  typealias Observer = JobObservers<Output>.Handler
+  typealias ObserverEntry = JobObservers<Output>.Entry
 
   enum Activity: Equatable, Sendable {
     case idle, running, backingOff
   }
 
   /// What to do after leaving the lock, in the one order every engine of LoadableKit uses:
-  /// (1) cancel the task; (2) tell observation (`changes`) and the observers (`drain`);
-  /// (3) resume the waiters: parked callers, settle waiters, output waiters with `result`; then
+  /// (1) cancel the run's task (`cancelRun`); (2) tell observation (`changes`) and the observers
+  /// (`drain`); (3) resume the waiters: parked callers, settle waiters, and — by concluding the
+  /// run's attempt with `result`, through the core's performer — the callers of `output`; then
   /// launch a run; (4) release what the state let go of (`released`), last, when the effects are
   /// destroyed.
   struct Effects: Sendable {
-    var cancelTask: Task<Void, Never>?
+    var cancelRun = false
     var changes: JobChanges = []
     var drain = false
     var resumeParked: [Park] = []
     var cancelParked: [Park] = []
     var settled: [SettleWaiter] = []
-    var outputWaiters: [OutputWaiter] = []
+    /// How the job ended: the run's attempt is concluded with it.
     var result: Result<Output, any Error>?
     var launch: UInt64?
     /// User values the state replaced or dropped: destroyed with the effects, after the lock is
@@ -81,11 +78,6 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     case proceed, cancel, parked
   }
 
-  struct ObserverEntry: Sendable {
-    var handler: Observer
-    var pending: [JobDelivery<Output>]
-  }
-
   private(set) var status: JobStatus
   private(set) var checkpoint: Checkpoint?
   /// Counts saved checkpoints; the transient-error window restarts when it changes.
@@ -101,12 +93,9 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private var publishedProgress: Double
   private(set) var activity: Activity = .idle
   private var runID: UInt64 = 0
-  private var task: Task<Void, Never>?
   private var parked: [UInt64: Park] = [:]
-  private var outputWaiters: [UInt64: OutputWaiter] = [:]
   private var settleWaiters: [UInt64: SettleWaiter] = [:]
-  private var observers: [UInt64: ObserverEntry] = [:]
-  private var isDraining = false
+  private var observers = JobObservers<Output>()
   /// Whether a store must confirm each checkpoint before the work goes past its next pause point
   /// (a ``JobManager`` holds the job).
   private var durabilityRequired = false
@@ -142,8 +131,9 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// Whether a pause point may return at once: the job runs and its last checkpoint is stored.
   var pausePointsOpen: Bool { status == .started && !awaitingDurability }
 
-  /// The continuations the state holds: parked callers, output and settle waiters.
-  var waiterCount: Int { parked.count + outputWaiters.count + settleWaiters.count }
+  /// The continuations the state holds: parked callers and settle waiters (the callers of
+  /// `output` wait in the run's attempt).
+  var waiterCount: Int { parked.count + settleWaiters.count }
 
   /// Paused with work in progress that has not reached a pause point yet.
   var isUnsettled: Bool { status == .paused && activity == .running && parked.isEmpty }
@@ -190,7 +180,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
       return (.cancelled, effects)
     case .started, .paused:
       setStatus(.canceling, &effects)
-      effects.cancelTask = task
+      effects.cancelRun = true
       effects.cancelParked = Array(parked.values)
       parked.removeAll()
       settle(&effects)
@@ -202,13 +192,10 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     }
   }
 
-  /// Records the task of run `runID`. Returns `true` when the task must be cancelled at once
-  /// because `cancel()` came before it was attached.
-  mutating func attach(_ task: Task<Void, Never>, runID: UInt64) -> Bool {
-    guard runID == self.runID, activity != .idle else { return false }
-    if status == .canceling { return true }
-    self.task = task
-    return false
+  /// The task of run `runID` was attached to the run's attempt. Returns `true` when the task must
+  /// be cancelled at once because `cancel()` came before it was attached.
+  func launched(runID: UInt64) -> Bool {
+    runID == self.runID && activity != .idle && status == .canceling
   }
 
   /// Run `runID` ended with `result`. A cancelled job fails with `CancellationError` and drops the
@@ -275,10 +262,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     effects.released.checkpoint = self.checkpoint
     self.checkpoint = checkpoint
     checkpointGeneration &+= 1
-    if !observers.isEmpty {
-      for index in observers.indices { observers.values[index].pending.append(.checkpointSaved) }
-      if startDraining() { effects.drain = true }
-    }
+    if observers.enqueue(.checkpointSaved) { effects.drain = true }
     return effects
   }
 
@@ -322,19 +306,6 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   // MARK: - Waiters
 
-  /// Registers a caller of `output`; returns the answer instead when it is already known or the
-  /// caller is cancelled.
-  mutating func addOutputWaiter(_ id: UInt64, _ waiter: OutputWaiter, taskIsCancelled: Bool) -> Result<Output, any Error>? {
-    if let result { return result }
-    if taskIsCancelled { return .failure(CancellationError()) }
-    outputWaiters[id] = waiter
-    return nil
-  }
-
-  mutating func removeOutputWaiter(_ id: UInt64) -> OutputWaiter? {
-    outputWaiters.removeValue(forKey: id)
-  }
-
   /// Registers a caller of `waitUntilParked()`; returns `true` when it must not wait.
   mutating func addSettleWaiter(_ id: UInt64, _ waiter: SettleWaiter, taskIsCancelled: Bool) -> Bool {
     guard isUnsettled, !taskIsCancelled else { return true }
@@ -350,40 +321,29 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   /// Adds an observer whose first delivery is a snapshot (followed by the end when the job has
   /// finished). Returns `true` when the caller must drain.
-  mutating func addObserver(_ id: UInt64, _ handler: @escaping Observer) -> Bool {
+  ///
+  /// `firstListener`: nobody listened to the progress before, so the steps reported until now
+  /// were not published; the snapshot carries them, and they are not published again.
+  mutating func addObserver(_ id: UInt64, _ handler: @escaping Observer, firstListener: Bool = false) -> Bool {
+    if firstListener { publishedProgress = max(publishedProgress, progress) }
     var pending: [JobDelivery<Output>] = [.event(.snapshot(snapshot))]
     if let result { pending.append(.end(result)) }
-    observers[id] = ObserverEntry(handler: handler, pending: pending)
-    return startDraining()
+    return observers.add(id, handler, pending: pending)
   }
 
   /// Removes an observer; its handler and pending deliveries are released with the returned entry.
   mutating func removeObserver(_ id: UInt64) -> ObserverEntry? {
-    observers.removeValue(forKey: id)
+    observers.remove(id)
   }
 
-  /// Takes every observer's pending deliveries, dropping observers that got their end. Returns
-  /// `nil`, and stops draining, when there is nothing left to deliver.
+  /// Takes every observer's pending deliveries (see ``JobObservers/takeDeliveries()``).
   mutating func takeDeliveries() -> [(Observer, [JobDelivery<Output>])]? {
-    var batch: [(Observer, [JobDelivery<Output>])] = []
-    var ended: [UInt64] = []
-    for (id, entry) in observers where !entry.pending.isEmpty {
-      batch.append((entry.handler, entry.pending))
-      if case .end = entry.pending.last { ended.append(id) }
-    }
-    guard !batch.isEmpty else {
-      isDraining = false
-      return nil
-    }
-    for index in observers.indices { observers.values[index].pending.removeAll() }
-    for id in ended { observers.removeValue(forKey: id) }
-    return batch
+    observers.takeDeliveries()
   }
 
   /// Removes every observer, for the job's `deinit`; they are released with the returned array.
   mutating func detachObservers() -> [ObserverEntry] {
-    defer { observers.removeAll() }
-    return Array(observers.values)
+    observers.detachAll()
   }
 
   // MARK: - Helpers
@@ -396,7 +356,6 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   private mutating func end(with result: Result<Output, any Error>, _ effects: inout Effects) {
     activity = .idle
-    task = nil
     switch result {
     case .success:
       error = nil
@@ -410,12 +369,9 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     effects.changes.insert(.error)
     self.result = result
     effects.result = result
-    effects.outputWaiters = Array(outputWaiters.values)
-    outputWaiters.removeAll()
     effects.cancelParked += parked.values
     parked.removeAll()
-    for index in observers.indices { observers.values[index].pending.append(.end(result)) }
-    if !observers.isEmpty, startDraining() { effects.drain = true }
+    if observers.enqueue(.end(result)) { effects.drain = true }
     settle(&effects)
   }
 
@@ -444,16 +400,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   private mutating func emit(_ event: JobEvent, _ effects: inout Effects) {
     if LoadInstrumentation.isActive, let report = JobReport.Event(event) { effects.reports.append(report) }
-    guard !observers.isEmpty else { return }
-    for index in observers.indices { observers.values[index].pending.append(.event(event)) }
-    if startDraining() { effects.drain = true }
-  }
-
-  /// Makes the caller the drainer unless someone already drains.
-  private mutating func startDraining() -> Bool {
-    guard !isDraining else { return false }
-    isDraining = true
-    return true
+    if observers.enqueue(.event(event)) { effects.drain = true }
   }
 
   /// Resumes the settle waiters once the job no longer has unparked work while paused.

@@ -1,0 +1,117 @@
+/// Owned attempts: an attempt that its owner starts, drives and ends, for a ``Job``'s run.
+///
+/// A job's run is an attempt of the core, like a loadable's load and a `ContentLoader` key's: the
+/// callers of ``Job/output`` are the attempt's waiters (a caller that leaves frees its slot at
+/// once), and the end is stored and delivered by the core's one performer, in its one order.
+/// What differs is who decides: nobody may *start* a job by awaiting it, so ``awaitOutcome()``
+/// joins the attempt (preparing it when none exists yet, without starting a task), the owner
+/// starts its task (``launchOwnedAttempt(_:)``), and the owner says how it ended
+/// (``conclude(with:)``), which may be before its task returns (a job that is cancelled ends only
+/// when its work stops; one that never ran ends at once).
+extension LoadStateMachine {
+  /// The attempt callers join and the owner launches: the current one, or a new one that nobody
+  /// else can cancel (it is *wanted*, so a caller leaving never cascades).
+  mutating func prepareOwnedAttempt() -> (Attempt, StatusEvent?) {
+    if let attempt { return (attempt, nil) }
+    let attempt = Attempt(id: nextUniqueID(), intent: .load, byDependent: false, previous: self)
+    self.attempt = attempt
+    return (attempt, setStatus(.loading))
+  }
+
+  /// A caller of the owned attempt's outcome: answered at once when it is known (or the caller is
+  /// cancelled), otherwise added to the attempt's waiters; never starts anything.
+  mutating func joinOwnedAttempt(
+    _ waiter: (id: UInt64, waiter: Waiter), callerCancelled: Bool
+  ) -> (Result<Delivery, any Error>?, StatusEvent?) {
+    switch status {
+    case .loaded: return (.success(delivery), nil)
+    case .failed: return (.failure(error ?? CancellationError()), nil)
+    case .notLoaded, .loading:
+      if callerCancelled { return (.failure(CancellationError()), nil) }
+      let (attempt, event) = prepareOwnedAttempt()
+      attempt.add(waiter)
+      return (nil, event)
+    }
+  }
+
+  /// The owner's word on how its attempt ended: the current attempt (launched or not) ends with
+  /// `result`; without one the outcome is stored all the same, so later callers get it at once.
+  /// An outcome already stored is final.
+  mutating func conclude(with result: Result<Content, any Error>, now: ContinuousClock.Instant) -> Effects {
+    guard attempt != nil || status == .notLoaded else { return Effects() }
+    // Without an attempt (nobody waited, and the job never ran) one is made to carry the outcome.
+    let (attempt, started) = prepareOwnedAttempt()
+    var effects = finish(attempt, with: result, now: now)
+    if started?.startDelivery == true { effects.event?.startDelivery = true }
+    return effects
+  }
+}
+
+extension AsyncLoadable {
+  /// Waits for the outcome of the owned attempt, never starting one.
+  ///
+  /// Returns or throws at once when the outcome is known. Cancelling the calling task makes this
+  /// call alone throw `CancellationError`, and frees its waiter slot at once.
+  nonisolated(nonsending) final func awaitOutcome() async throws -> Content {
+    let known = state.withLock(owner: self) { state -> Result<Content, any Error>? in
+      switch state.status {
+      case .loaded: state.content.map { .success($0) }
+      case .failed: .failure(state.error ?? CancellationError())
+      case .notLoaded, .loading: nil
+      }
+    }
+    if let known { return try known.get() }
+    let waiterID = nextUniqueID()
+    let delivery = try await withTaskCancellationHandler {
+      try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine<Content>.Continuation) in
+        let (answer, event) = withState {
+          $0.joinOwnedAttempt((waiterID, .task(continuation)), callerCancelled: Task.isCancelled)
+        }
+        if let answer { continuation.resume(with: answer) }
+        AttemptContext.outside { deliver(event, contentChanged: false) }
+      }
+    } onCancel: {
+      let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
+      if let effects { perform(effects) }
+      waiter?.resume(with: .failure(CancellationError()))
+    }
+    guard let content = delivery.content as? Content else { throw CancellationError() }
+    return content
+  }
+
+  /// Starts the task of the owned attempt (preparing the attempt when nobody waits yet), running
+  /// `operation`. When the task returns, the attempt ends with its result, unless the owner
+  /// concluded it first (``conclude(with:)``). The task keeps the loadable alive until it ends.
+  @discardableResult
+  final func launchOwnedAttempt(
+    _ operation: @escaping @Sendable () async -> Result<Content, any Error>
+  ) -> Task<Void, Never> {
+    let (attempt, event) = withState { $0.prepareOwnedAttempt() }
+    AttemptContext.outside { deliver(event, contentChanged: false) }
+    let task = TaskLaunch.start {
+      let result = await operation()
+      self.perform(self.withState { $0.finish(attempt, with: result, now: .now) })
+    }
+    let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
+    if let escalate { task.escalatePriority(to: escalate) }
+    if cancel { task.cancel() }
+    return task
+  }
+
+  /// Cancels the task of the running attempt, if it has one, without ending the attempt: its
+  /// owner decides how it ends.
+  final func cancelOwnedAttemptTask() {
+    state.withLock(owner: self) { $0.attempt?.task }?.cancel()
+  }
+
+  /// Ends the owned attempt with `result` (see ``LoadStateMachine/conclude(with:now:)``) and
+  /// performs the effects: observers first, then the waiters resume, then what was let go of is
+  /// released.
+  final func conclude(with result: Result<Content, any Error>) {
+    perform(withState { $0.conclude(with: result, now: .now) })
+  }
+
+  /// How many waiter slots the running attempt stores, those of waiters that left included (for
+  /// tests: a caller that leaves must not leave its slot behind).
+  var storedWaiterSlotCount: Int { state.withLock(owner: self) { $0.attempt?.storedWaiterCount ?? 0 } }
+}
