@@ -2,7 +2,8 @@
 # Runs every playground against example-server and checks it: builds the Server package, starts
 # the server on a free loopback port (or $SERVER_PORT), waits at most 30 s for it to listen,
 # runs each playground in-process and with --server, checks the two outputs are the same (load
-# times, view counts and temporary paths aside), checks the server's log, and stops the server.
+# times, view counts and temporary paths aside: see normalize), checks the server's log, checks that each playground says so and exits when
+# nothing listens at its --server, and stops the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,7 @@ swift build
 bin=$(swift build --show-bin-path)
 server=$(swift build --package-path Server --show-bin-path)/example-server
 work=$(mktemp -d)
+: > "$work/server.log"  # before the server starts: the wait below reads it at once
 "$server" --port "${SERVER_PORT:-0}" > "$work/server.log" 2> "$work/server.err" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -32,38 +34,32 @@ if [ -z "$url" ]; then
 fi
 echo "example-server at $url"
 
-# What differs between two runs anyway: load times (MapViewer's trace tree ends its lines with
-# them), the portal's view counter (kept by the server across runs), temporary folders, the tile
-# at which OfflineMapJob's pause lands (a tile whose request is on the wire when the pause comes
-# is finished first) and the tiles its cancelled download had written, and MapViewer's trace
-# tree itself: the shared portal's attempt is the child of whichever layer asked first, in-process
-# too (the playground's own test checks that tree).
+# What differs between two runs anyway, in-process too, and only that:
 normalize() {
-  sed '/^▸ 6\. The trace of opening the map/,$d' |
-    sed -E 's/[0-9.]+ ms\]/N ms]/g; s/ in [0-9]+ ms$/ in N ms/; s/[0-9,]+ views/N views/g; s#/tmp/[A-Za-z0-9._-]+#TMP#g' |
-    sed -E 's/tile [0-9]+ of/tile N of/g; s/"bytes":[0-9]+,"tilesDone":[0-9]+/CHECKPOINT/; s/[0-9]+ tiles on disk, [0-9]+ writes/N tiles on disk, N writes/' |
-    sed -E 's/its checkpoint: [0-9]+ tiles; on disk: [0-9]+/its checkpoint: N tiles; on disk: N/'
+  # - load times (the dependency tree's `[loaded 2.1 ms]`, the attempt trace's `in 3 ms`): the clock;
+  sed -E 's/[0-9.]+ ms\]/N ms]/g; s/ in [0-9]+ ms$/ in N ms/' |
+    # - the portal's view counter: the server keeps it across runs, and every run against the
+    #   server counts (in-process, each run starts from the same count);
+    sed -E 's/[0-9,]+ views/N views/g' |
+    # - temporary folders: a new one each run;
+    sed -E 's#/tmp/[A-Za-z0-9._-]+#TMP#g'
+  # Where OfflineMapJob and ServerJobs pause and cancel is not normalized: their tile service
+  # stalls at a set request until the pause or the cancel has come (holdRequests(after:)).
 }
 
 # ServerJobs runs twice each way (the first run, then --resume in its folder), so its folders
-# are named, and the lines of the resume's steps 1 and 2 are compared in any order: the jobs are
-# restored in no set order, and their messages are printed by concurrent tasks, in-process too.
+# are named, and their names are the one difference normalized here.
 server_jobs() {  # server_jobs <local|http> [--server URL]
   local folder="$work/ServerJobs-$1"
   shift
   "$bin/ServerJobs" --output "$folder" "$@"
   "$bin/ServerJobs" --resume "$folder" "$@"
 }
-unordered_resume() {
-  sed -E 's#/ServerJobs-(local|http)#/ServerJobs-RUN#g' > "$work/unordered"
-  sed '/^▸ 1\. JobManager/,$d' "$work/unordered"
-  sed -n '/^▸ 1\. JobManager/,/^▸ 3\./p' "$work/unordered" | sed '$d' | sort
-  sed -n '/^▸ 3\./,$p' "$work/unordered"
-}
 echo "-- ServerJobs, both runs, --server $url"
 server_jobs local > "$work/ServerJobs.local"
 server_jobs http --server "$url" > "$work/ServerJobs.http" 2> "$work/ServerJobs.err"
-if ! diff <(unordered_resume < "$work/ServerJobs.local" | normalize) <(unordered_resume < "$work/ServerJobs.http" | normalize); then
+if ! diff <(sed 's#/ServerJobs-local#/ServerJobs-RUN#g' "$work/ServerJobs.local" | normalize) \
+  <(sed 's#/ServerJobs-http#/ServerJobs-RUN#g' "$work/ServerJobs.http" | normalize); then
   echo "ServerJobs: the output over HTTP differs from the in-process one (above)" >&2
   exit 1
 fi
@@ -84,6 +80,26 @@ for dir in Playgrounds/*/; do
     exit 1
   fi
 done
+
+# Thumbnails: the server's log has every thumbnail request the playground's summary counts
+# ("service requests", the thumbnail service's own log, which the playground reads from the
+# server), with the same outcomes; every load cancelled was a request the server held, and saw
+# the client leave before it answered; and the held requests it released were answered.
+thumbnails() { grep 'info/thumbnail/thumbnail.png' "$work/server.log" | grep -c -- "$1" || true; }
+summary() { sed -n '/^▸ Summary/,$p' "$work/Thumbnails.http" | sed -n "s/^    $1  *[0-9]*  *\([0-9]*\)\$/\1/p"; }
+for check in \
+  "loads started|GET " "completed|→ 200" "failed|→ 503" "cancelled|client went away" "cancelled|(held) → client went away"; do
+  row=${check%%|*} pattern=${check#*|}
+  if [ -z "$(summary "$row")" ] || [ "$(summary "$row")" != "$(thumbnails "$pattern")" ]; then
+    echo "Thumbnails: its summary says $row $(summary "$row"); the server's log has $(thumbnails "$pattern") thumbnail requests with \"$pattern\"" >&2
+    exit 1
+  fi
+done
+if [ "$(thumbnails "(held) → 200")" = 0 ]; then
+  echo "Thumbnails: the server's log has no held thumbnail request that was released and answered" >&2
+  exit 1
+fi
+echo "thumbnails: $(thumbnails "GET ") requests, $(thumbnails "(held) → 200") held then answered, $(thumbnails "client went away") cancelled by the client while held"
 
 # The server saw the story: answers, the staged outages, and MapViewer's cancelled slow layer.
 for expected in \
@@ -110,3 +126,24 @@ done
 # MapViewer cancels its slow Fire Hydrants request: the count below includes it when the request
 # reached the server before the cancel (otherwise nothing was sent at all).
 echo "server log: $(grep -c '^#' "$work/server.log") requests, $(grep -c 'client went away' "$work/server.log") cancelled by the client"
+
+# A server that is not there: each playground with services says so in one line and exits
+# non-zero, rather than trapping at its first request. The port was free a moment ago, and
+# nothing listens on it.
+if ! free=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'); then
+  echo "no python3 to find a free port: the unreachable-server check is skipped" >&2
+  exit 0
+fi
+for dir in Playgrounds/*/; do
+  [ -f "$dir/main.swift" ] || continue
+  name=$(basename "$dir")
+  grep -q -- "services over HTTP" "$work/$name.err" 2>/dev/null || [ "$name" = ServerJobs ] || continue
+  status=0
+  "$bin/$name" --server "http://127.0.0.1:$free" > "$work/$name.unreachable" 2> "$work/$name.unreachable.err" || status=$?
+  if [ "$status" = 0 ] || [ "$(cat "$work/$name.unreachable.err")" != "cannot reach the server at http://127.0.0.1:$free: cannot connect: nobody answers at the server's address" ] || [ -s "$work/$name.unreachable" ]; then
+    echo "$name --server http://127.0.0.1:$free (nothing listens there) exited with $status and printed:" >&2
+    cat "$work/$name.unreachable" "$work/$name.unreachable.err" >&2
+    exit 1
+  fi
+done
+echo "nothing listening at http://127.0.0.1:$free: every playground with services said so and exited non-zero"

@@ -56,7 +56,9 @@ public final class RedlandsServices: Sendable {
   /// --server http://127.0.0.1:8080` runs a playground against the `example-server`.
   ///
   /// When there is one, it says so on standard error, so the standard output stays the same
-  /// both ways.
+  /// both ways. It first checks that something answers HTTP there (`GET /admin/ping`); if
+  /// nothing does, it prints `cannot reach the server at URL: …` and exits with status 69
+  /// (`EX_UNAVAILABLE`), before the playground starts its story.
   public static let commandLineServer: URL? = {
     let arguments = CommandLine.arguments
     guard let index = arguments.firstIndex(of: "--server") else { return nil }
@@ -65,6 +67,7 @@ public final class RedlandsServices: Sendable {
       FileHandle.standardError.write(Data("--server takes a URL such as http://127.0.0.1:8080\n".utf8))
       exit(64)
     }
+    if let failure = HTTPClient.ping(url) { exitCannotReach(url, failure) }
     FileHandle.standardError.write(Data("(services over HTTP from \(url))\n".utf8))
     return url
   }()
@@ -75,4 +78,11 @@ public final class RedlandsServices: Sendable {
     let text = ProcessInfo.processInfo.environment["LATENCY_MS"] ?? ""
     return .milliseconds(Int(text).map { max(0, $0) } ?? 2)
   }
+}
+
+/// Prints `cannot reach the server at URL: error` on standard error and exits with status 69
+/// (`EX_UNAVAILABLE`): what a playground does when its `--server` does not answer.
+public func exitCannotReach(_ url: URL, _ error: any Error) -> Never {
+  FileHandle.standardError.write(Data("cannot reach the server at \(url): \(describe(error))\n".utf8))
+  exit(69)
 }

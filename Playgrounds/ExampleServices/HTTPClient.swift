@@ -57,10 +57,13 @@ public final class HTTPClient: Sendable {
   public let baseURL: URL
   private let session: URLSession
 
-  /// Creates a client for the server at `baseURL`, with a session of its own.
-  public init(baseURL: URL) {
+  /// Creates a client for the server at `baseURL`, with a session of its own that opens at most
+  /// `maximumConnections` connections to it at once (`nil`: the URL session's default; further
+  /// requests wait for a connection).
+  public init(baseURL: URL, maximumConnections: Int? = nil) {
     self.baseURL = baseURL
     let configuration = URLSessionConfiguration.ephemeral
+    if let maximumConnections { configuration.httpMaximumConnectionsPerHost = maximumConnections }
     configuration.timeoutIntervalForRequest = 3600  // the loadable's own timeout decides
     configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
     session = URLSession(configuration: configuration)
@@ -140,6 +143,33 @@ public final class HTTPClient: Sendable {
     _ type: T.Type, _ path: String, query: [URLQueryItem] = [], headers: [String: String] = [:]
   ) async throws -> T {
     try Self.decode(type, try await get(path, query: query, headers: headers), path: path)
+  }
+
+  /// Asks `GET /admin/ping` of the server at `baseURL` and waits for an answer, blocking the
+  /// calling thread (at most 10 s): `nil` when the server answered, whatever its status, or the
+  /// ``NetworkError`` that says why nothing did.
+  ///
+  /// It is for a program's start-up, before anything else runs, where the playgrounds read
+  /// `--server` synchronously (``RedlandsServices/commandLineServer``).
+  static func ping(_ baseURL: URL) -> NetworkError? {
+    let path = "/admin/ping"
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.timeoutIntervalForRequest = 10
+    let session = URLSession(configuration: configuration)
+    defer { session.invalidateAndCancel() }
+    let outcome = Locked<NetworkError?>(nil)
+    let answered = DispatchSemaphore(value: 0)
+    session.dataTask(with: baseURL.appendingPathComponent("admin/ping")) { _, response, error in
+      if response == nil {
+        let failure =
+          (error as? URLError).map { translate($0, path: path) as? NetworkError } ?? nil
+          ?? NetworkError(code: .other, path: path, message: error.map { "\($0)" } ?? "no answer")
+        outcome.withLock { $0 = failure }
+      }
+      answered.signal()
+    }.resume()
+    answered.wait()
+    return outcome.withLock { $0 }
   }
 
   private static func translate(_ error: URLError, path: String) -> any Error {

@@ -42,6 +42,23 @@ public final class SimulatedServer: Sendable {
     var outage: (answered: Int, failing: Int)?
     var slowPaths: [String: Duration] = [:]
     var log: [String] = []
+    /// A stall: requests still answered before it, and the tag the requests after it are held under.
+    var stall: (answered: Int, tag: String, held: AsyncStream<Void>.Continuation)?
+    var stalls = 0
+    /// Yields when the stall holds its first request.
+    var stallHeld: AsyncStream<Void>?
+
+    /// Counts one request against the stall: the tag to hold it under, if it falls inside it.
+    mutating func takeStall() -> String? {
+      guard var stall else { return nil }
+      if stall.answered == 0 {
+        stall.held.yield()
+        return stall.tag
+      }
+      stall.answered -= 1
+      self.stall = stall
+      return nil
+    }
 
     /// Counts one request against the scheduled outage: whether it falls inside it.
     mutating func takeScheduledOutage() -> Bool {
@@ -60,6 +77,7 @@ public final class SimulatedServer: Sendable {
   /// The server's name, for messages.
   public let name: String
   private let state: Locked<State>
+  private let gate = RequestGate()
   /// The HTTP server that answers instead, and the path prefix of this service on it; `nil`
   /// to answer in-process.
   private let remote: (client: HTTPClient, prefix: String)?
@@ -96,6 +114,52 @@ public final class SimulatedServer: Sendable {
     state.withLock { $0.outage = (max(0, answered), max(0, failing)) }
   }
 
+  /// Stalls the network after the next `answered` requests: the requests after them are held,
+  /// sent but not answered, until ``releaseHeldRequests()`` (or until their tasks are cancelled).
+  ///
+  /// It makes a run land at the same request every time: a job that follows its progress and
+  /// pauses, or cancels, finds the next request held rather than on its way. Over HTTP the
+  /// example server holds them (header `X-Hold`).
+  public func holdRequests(after answered: Int) {
+    let (held, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    let replaced = state.withLock { state in
+      state.stalls += 1
+      defer {
+        // Unique across processes: runs against the same example server must not release each other's.
+        state.stall = (max(0, answered), "\(name) stall \(state.stalls) \(Self.process)", continuation)
+        state.stallHeld = held
+      }
+      return state.stall?.held
+    }
+    replaced?.finish()
+  }
+
+  private static let process = UUID().uuidString.prefix(8)
+
+  /// Waits until the stall of ``holdRequests(after:)`` holds a request (at once if it did, or if
+  /// there is no stall): then whoever made that request waits for its answer.
+  public func waitUntilRequestHeld() async {
+    guard let held = state.withLock({ $0.stallHeld }) else { return }
+    for await _ in held { return }
+  }
+
+  /// Ends the stall of ``holdRequests(after:)``: the held requests go on.
+  ///
+  /// - Throws: Over HTTP, what the example server's `POST /admin/release` throws.
+  public func releaseHeldRequests() async throws {
+    let stall = state.withLock { state in
+      defer { (state.stall, state.stallHeld) = (nil, nil) }
+      return state.stall
+    }
+    guard let stall else { return }
+    stall.held.finish()
+    let tag = stall.tag
+    guard let remote else { return gate.release(tag) }
+    let path = "/admin/release"
+    let (_, http) = try await remote.client.send("POST", path, query: [URLQueryItem(name: "tag", value: tag)])
+    guard (200..<300).contains(http.statusCode) else { throw HTTPClient.serviceError(http, path: path) }
+  }
+
   /// Makes requests for paths that contain `fragment` take `delay` longer (`nil` makes them
   /// fast again).
   public func slowDown(_ fragment: String, by delay: Duration?) {
@@ -114,7 +178,8 @@ public final class SimulatedServer: Sendable {
   /// one scheduled with ``scheduleOutage(after:failing:)``), and otherwise returns what `answer`
   /// returns (or throws).
   public func respond<T: Sendable>(to path: String, _ answer: () throws -> T) async throws -> T {
-    let (delay, fails) = arrive(path)
+    let (delay, fails, stall) = arrive(path)
+    if let stall { try await gate.wait(for: stall) }
     try await Task.sleep(for: delay)
     if isDown || fails { throw ServiceError.unavailable(path) }
     return try answer()
@@ -135,23 +200,25 @@ public final class SimulatedServer: Sendable {
     return try await remote.client.get(remote.prefix + path, headers: staging(for: path))
   }
 
-  /// Logs a request for `path`: how long it takes, and whether it falls in an outage.
-  private func arrive(_ path: String) -> (delay: Duration, fails: Bool) {
+  /// Logs a request for `path`: how long it takes, whether it falls in an outage, and the tag
+  /// of the stall it is held in, if any.
+  private func arrive(_ path: String) -> (delay: Duration, fails: Bool, stall: String?) {
     state.withLock { state in
       state.log.append(path)
       let extra = state.slowPaths.first { path.contains($0.key) }?.value ?? .zero
       let inScheduledOutage = state.takeScheduledOutage()
-      return (state.latency + extra, state.isDown || inScheduledOutage)
+      return (state.latency + extra, state.isDown || inScheduledOutage, state.takeStall())
     }
   }
 
   /// The headers that tell the real server to answer as this one would; counts the request
   /// in the log and against a scheduled outage.
   func staging(for path: String) -> [String: String] {
-    let (delay, fails) = arrive(path)
+    let (delay, fails, stall) = arrive(path)
     let (seconds, attoseconds) = delay.components
     var headers = ["X-Latency-Ms": "\(seconds * 1000 + attoseconds / 1_000_000_000_000_000)"]
     if fails { headers["X-Status"] = "503" }
+    if let stall { headers["X-Hold"] = stall }
     return headers
   }
 }

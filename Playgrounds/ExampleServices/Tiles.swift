@@ -63,14 +63,18 @@ public struct TileKey: Codable, Sendable, Hashable, Comparable, CustomStringConv
     var data = Data("\(service) tile \(self)\n".utf8)
     var state = UInt64(level) << 48 ^ UInt64(row) << 24 ^ UInt64(column)
     for _ in 0..<32 {
-      // SplitMix64: 8 bytes per step.
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      z ^= z >> 31
-      withUnsafeBytes(of: z.littleEndian) { data.append(contentsOf: $0) }
+      withUnsafeBytes(of: splitMix64(&state).littleEndian) { data.append(contentsOf: $0) }  // 8 bytes per step
     }
     return data
   }
+}
+
+/// The next 64 pseudo-random bits of SplitMix64 from `state`, which it advances: the same on
+/// every run for the same start.
+func splitMix64(_ state: inout UInt64) -> UInt64 {
+  state &+= 0x9E37_79B9_7F4A_7C15
+  var z = state
+  z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+  z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+  return z ^ (z >> 31)
 }

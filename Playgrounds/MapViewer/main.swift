@@ -140,9 +140,11 @@ for line in map.dependencyTreeDescription.split(separator: "\n") {
 // MARK: - 6. The trace
 
 printStep("6. The trace of opening the map through the outage, attempt by attempt")
-for line in attempts.lines() {
+for line in attempts.lines(following: map) {
   print("    \(line)")
 }
 print("    Each attempt sits under the attempt that asked for it (a LoadInstrument's parent link), so")
 print("    the outage shows as one 503 at the portal failing its way up, and the retry as the same")
-print("    tree loading bottom-up. The Integrations package sends the same reports to a tracer.")
+print("    tree loading bottom-up. The three items share one portal attempt: it is shown under the")
+print("    first of them in the map's order, whichever asked first. The Integrations package sends")
+print("    the same reports to a tracer.")

@@ -16,6 +16,7 @@ import Foundation
 import LoadableKit
 
 let arguments = Arguments(CommandLine.arguments.dropFirst())
+_ = redlands  // with --server, checks the server answers before the story starts (DownloadMapArea.swift)
 if let saved = arguments.resume {
   exit(await resume(from: saved))  // the second run, at the end of this file
 }
@@ -43,6 +44,10 @@ let tileCount = downtown.tiles.count
 printStep("1. Download \(downtown.area): \(tileCount) tiles, \(downtown.levelsDescription)")
 redlands.gis.server.scheduleOutage(after: 8, failing: 2)
 print("    The tile service will answer 8 requests, then fail 2 with 503 Service Unavailable.")
+// Half-way the network stalls: the request for the tile after the half is held until step 2 has
+// paused the job, so the pause lands at the same tile on every run (2 more requests: the outage's).
+let half = (tileCount + 1) / 2
+redlands.gis.server.holdRequests(after: half + 2)
 await startAndFollow(download, total: tileCount, unit: "tiles", until: { $0 >= 0.5 })
 let retries = download.messages.filter { $0.source == Job<DownloadMapArea>.messageSource && $0.severity == .warning }.count
 print("    the job retried \(retries) transient errors, each time from its last checkpoint, and went on")
@@ -50,7 +55,9 @@ print("    the job retried \(retries) transient errors, each time from its last 
 // MARK: 2. Pause at a checkpoint and save
 
 printStep("2. Half-way, the user leaves: pause at a checkpoint and save the job")
+await redlands.gis.server.waitUntilRequestHeld()  // the job has asked for the tile after the half
 print("    job.pause() → \(download.pause()), status \(download.status)")
+try await redlands.gis.server.releaseHeldRequests()  // the tile on the wire is finished first
 await download.waitUntilParked()
 let checkpoint = download.checkpoint ?? DownloadMapArea.Checkpoint()
 print("    await job.waitUntilParked(): the work stopped after tile \(checkpoint.tilesDone) of \(tileCount), at its checkpoint")
@@ -69,8 +76,12 @@ let other = Job(prospect, options: DownloadMapArea.options)
 let otherCount = prospect.tiles.count
 
 printStep("3. Another download, cancelled: \(prospect.area), \(otherCount) tiles, \(prospect.levelsDescription)")
+let quarter = (otherCount + 3) / 4
+redlands.gis.server.holdRequests(after: quarter)
 await startAndFollow(other, total: otherCount, unit: "tiles", until: { $0 >= 0.25 })
+await redlands.gis.server.waitUntilRequestHeld()  // the cancel ends the request on the wire
 print("    await job.cancel() → \(await other.cancel()): status \(other.status), error \(describe(other.error))")
+try await redlands.gis.server.releaseHeldRequests()
 do {
   _ = try await other.output
 } catch {

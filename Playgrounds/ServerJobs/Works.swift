@@ -141,23 +141,67 @@ func waitUntil(_ job: some JobHandle, reaches fraction: Double) async {
   }
 }
 
-/// Prints the job's messages as they are posted, from `from` on, prefixed with `label`.
-func printMessages(of job: some JobHandle, as label: String, from start: Int = 0) -> Task<Void, Never> {
-  let events = job.events
-  return Task {
+/// Prints a job's messages as they are posted, from `from` on, prefixed with `label`, on a task of
+/// its own. The printing lags behind the job: ``caughtUp(with:)`` waits until it has reached a
+/// message count, so that a step's messages are printed under the step's heading.
+final class MessagePrinter: Sendable {
+  private struct Progress {
     var seen = 0
-    for await event in events {
-      switch event {
-      case .snapshot(let snapshot):
-        for message in snapshot.messages.dropFirst(start) { printMessage(message, label) }
-        seen = snapshot.messages.count
-      case .message(let message):
-        seen += 1
-        if seen > start { printMessage(message, label) }
-      case .status, .progress: continue
+    var finished = false
+    var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+  }
+
+  private let progress = Locked(Progress())
+  private let task = Locked<Task<Void, Never>?>(nil)
+
+  init(of job: some JobHandle, as label: String, from start: Int = 0) {
+    let events = job.events
+    let task = Task { [progress] in
+      for await event in events {
+        switch event {
+        case .snapshot(let snapshot):
+          for message in snapshot.messages.dropFirst(start) { printMessage(message, label) }
+          MessagePrinter.advance(progress, to: snapshot.messages.count)
+        case .message(let message):
+          let seen = progress.withLock { $0.seen } + 1
+          if seen > start { printMessage(message, label) }
+          MessagePrinter.advance(progress, to: seen)
+        case .status, .progress: continue
+        }
       }
+      MessagePrinter.advance(progress, to: .max, finished: true)
+    }
+    self.task.withLock { $0 = task }
+  }
+
+  private static func advance(_ progress: Locked<Progress>, to seen: Int, finished: Bool = false) {
+    let ready = progress.withLock { progress in
+      progress.seen = max(progress.seen, seen)
+      progress.finished = progress.finished || finished
+      let ready = progress.waiters.filter { $0.count <= progress.seen }
+      progress.waiters.removeAll { $0.count <= progress.seen }
+      return ready
+    }
+    for waiter in ready { waiter.continuation.resume() }
+  }
+
+  /// Waits until the messages up to `count` are printed (or the job's events ended).
+  func caughtUp(with count: Int) async {
+    await withCheckedContinuation { continuation in
+      let now = progress.withLock { progress in
+        guard progress.seen < count else { return true }
+        progress.waiters.append((count, continuation))
+        return false
+      }
+      if now { continuation.resume() }
     }
   }
+
+  /// Waits until the job's events end (they end with the job).
+  func finished() async { await task.withLock { $0 }?.value }
+
+  /// Stops printing.
+  func cancel() { task.withLock { $0 }?.cancel() }
 }
 
 func printMessage(_ message: JobMessage, _ label: String) {

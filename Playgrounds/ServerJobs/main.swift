@@ -55,12 +55,13 @@ print("(simulated job service and tile service; files in \(folder.path))")
 
 printStep("1. Start the offline map on the job service")
 let offlineMap = Job(GenerateOfflineMap(area: "Downtown Redlands"), options: GenerateOfflineMap.options)
-let serverMessages = printMessages(of: offlineMap, as: "offline map")
+let serverMessages = MessagePrinter(of: offlineMap, as: "offline map")
 jobService.server.scheduleOutage(after: 2, failing: 2)
 print("    The job service will answer 2 requests, then fail 2 with 503 Service Unavailable.")
 _ = try manager.add(offlineMap)
 offlineMap.start()
 await waitUntil(offlineMap, reaches: 0.25)
+await serverMessages.caughtUp(with: offlineMap.messages.count)  // step 1's messages under step 1
 print("    the server's job \(offlineMap.serverJobID ?? "?") is \(offlineMap.checkpoint?.lastState.rawValue ?? "?"),"
   + " a quarter done or more")
 
@@ -71,13 +72,23 @@ let tiles = Job(
     extent: Extent(xmin: -117.195, ymin: 34.045, xmax: -117.170, ymax: 34.065), levels: 12...16,
     log: folder.appendingPathComponent("writes.log").path))
 let tileCount = tiles.work.tiles.count
-let tileMessages = printMessages(of: tiles, as: "tiles")
+let tileMessages = MessagePrinter(of: tiles, as: "tiles")
 _ = try manager.add(tiles)
+// A quarter of the way the network stalls: the request for the next tile is held until the
+// pause has come, so the tiles job stops at the same tile on every run.
+redlands.gis.server.holdRequests(after: (tileCount + 3) / 4)
 tiles.start()
 await waitUntil(tiles, reaches: 0.25)
+await redlands.gis.server.waitUntilRequestHeld()
+await serverMessages.caughtUp(with: offlineMap.messages.count)
+await tileMessages.caughtUp(with: tiles.messages.count)
 
 printStep("3. The app quits mid-way: await manager.pauseAll(), exit")
+tiles.pause()  // at once; its work parks once the held tile is answered
+try await redlands.gis.server.releaseHeldRequests()
 await manager.pauseAll()  // pauses both, waits until their work is parked, stores them
+await serverMessages.caughtUp(with: offlineMap.messages.count)
+await tileMessages.caughtUp(with: tiles.messages.count)
 print("    the manager holds \(manager.jobs.count) jobs, one file each in \(jobsFolder.lastPathComponent)/")
 print("    offline map: \(offlineMap.status), server job \(offlineMap.serverJobID ?? "?"),"
   + " \(offlineMap.checkpoint?.messagesSeen ?? 0) server messages seen")
@@ -102,7 +113,8 @@ func resume() async -> Int32 {
   for problem in manager.restoreProblems {
     print("    \(problem.id): cannot restore it: \(problem.error)")
   }
-  for managed in manager.jobs {
+  // In the order of their kinds: the manager restores them in the order it finds their files.
+  for managed in manager.jobs.sorted(by: { "\($0.job.kind)" < "\($1.job.kind)" }) {
     print("    \(managed.job.kind): \(managed.job.status), messages: \(managed.job.messages.count)")
   }
   guard let offlineMap = manager.jobs.lazy.compactMap({ $0.job as? Job<GenerateOfflineMap> }).first,
@@ -119,20 +131,24 @@ func resume() async -> Int32 {
   let checkpoint = tiles.checkpoint ?? 0
 
   printStep("2. Resume both: manager.resumeAll()")
-  let serverMessages = printMessages(of: offlineMap, as: "offline map", from: offlineMap.messages.count)
-  let tileMessages = printMessages(of: tiles, as: "tiles", from: tiles.messages.count)
+  let (offlineMapSeen, tilesSeen) = (offlineMap.messages.count, tiles.messages.count)
   print("    manager.resumeAll() → \(manager.resumeAll())")
+  // The two jobs run at once, so their messages interleave differently on every run: each job's
+  // new messages are printed once both have finished, one job after the other.
+  let outcome: Result<(JobResult, Int), any Error>
   do {
-    let result = try await offlineMap.output
-    print("    offline map: \(offlineMap.status), result \(result.file), \(grouped(result.bytes)) bytes")
-    let count = try await tiles.output
-    print("    tiles: \(tiles.status), \(count) tiles, resumed from the checkpoint at tile \(checkpoint)")
+    outcome = .success((try await offlineMap.output, try await tiles.output))
   } catch {
-    print("    a job failed: \(describe(error))")
+    outcome = .failure(error)
+  }
+  for message in offlineMap.messages.dropFirst(offlineMapSeen) { printMessage(message, "offline map") }
+  for message in tiles.messages.dropFirst(tilesSeen) { printMessage(message, "tiles") }
+  guard case .success(let (result, count)) = outcome else {
+    if case .failure(let error) = outcome { print("    a job failed: \(describe(error))") }
     return 1
   }
-  await serverMessages.value  // the events end with the job
-  await tileMessages.value
+  print("    offline map: \(offlineMap.status), result \(result.file), \(grouped(result.bytes)) bytes")
+  print("    tiles: \(tiles.status), \(count) tiles, resumed from the checkpoint at tile \(checkpoint)")
   let texts = offlineMap.messages.filter { $0.source == "job service" }.map(\.text)
   let eachMessageOnce = Set(texts).count == texts.count
   print("    the job service's messages in the job, over both runs: \(texts.count), each once: \(eachMessageOnce)")

@@ -11,58 +11,19 @@ struct CatalogItem: Sendable {
   var cachedRevision: Int?
 }
 
-/// A thumbnail image. Here, a stand-in that knows which item and revision it shows.
-struct Thumbnail: Sendable, CustomStringConvertible {
-  var itemID: String
-  /// Increases each time the item's owner uploads a new thumbnail: the loader's version.
-  var revision: Int
-
-  /// `r3`
-  var description: String { "r\(revision)" }
-}
-
 enum Catalog {
-  /// The Redlands portal's items (`Data/portal.json`), then synthetic ones — "Bike Lanes 2024",
-  /// "Bus Stops 2024", … — up to `count` items, the same on every run.
+  /// The items of ``ThumbnailCatalog/redlands(count:)`` — the Redlands portal's, then synthetic
+  /// ones, "Bike Lanes 2024", "Bus Stops 2024", … — with what the app's disk cache holds.
   ///
-  /// The thumbnail revisions follow a fixed pattern. The last session saw the first 60 rows but
-  /// every fourth (rows 3, 7, 11, …); for most of those the cache holds the revision before the
-  /// current one, for rows 2, 8, 14, … the current one.
-  static func redlands(count: Int) throws -> [CatalogItem] {
-    struct Portal: Decodable { var items: [PortalItemInfo] }
-    let portal = try ExampleData.decode(Portal.self, from: "portal.json").items.map { ($0.id, $0.title) }
-    let synthetic = (0..<max(0, count - portal.count)).map { index in
-      (syntheticID(index), "\(themes[index % themes.count]) \(2024 - index / themes.count)")
-    }
-    return (portal + synthetic).prefix(count).enumerated().map { row, item in
-      let revision = 2 + (row * 7 + 3) % 4
+  /// The last session saw the first 60 rows but every fourth (rows 3, 7, 11, …); for most of
+  /// those the cache holds the revision before the current one, for rows 2, 8, 14, … the
+  /// current one.
+  static func redlands(count: Int) -> [CatalogItem] {
+    ThumbnailCatalog.redlands(count: count).enumerated().map { row, item in
       let seen = row < 60 && row % 4 != 3
-      let cached = row % 6 == 2 ? revision : revision - 1
-      return CatalogItem(id: item.0, title: item.1, thumbnailRevision: revision, cachedRevision: seen ? cached : nil)
+      let cached = row % 6 == 2 ? item.revision : item.revision - 1
+      return CatalogItem(id: item.id, title: item.title, thumbnailRevision: item.revision, cachedRevision: seen ? cached : nil)
     }
-  }
-
-  private static let themes = [
-    "Bike Lanes", "Bus Stops", "Building Footprints", "Council Wards", "Flood Zones", "Historic Districts",
-    "Parcels", "Schools", "Sewer Mains", "Sidewalks", "Storm Drains", "Street Trees", "Streetlights",
-    "Traffic Signals", "Zoning",
-  ]
-
-  /// A portal-style item id (32 hexadecimal digits) for the synthetic item `index`.
-  private static func syntheticID(_ index: Int) -> String {
-    var state = UInt64(index) &* 0x9E37_79B9_7F4A_7C15
-    var id = ""
-    for _ in 0..<2 {
-      // SplitMix64: 64 bits per step.
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      z ^= z >> 31
-      let hex = String(z, radix: 16)
-      id += String(repeating: "0", count: 16 - hex.count) + hex
-    }
-    return id
   }
 }
 

@@ -24,7 +24,7 @@ final class ThumbnailList {
   let items: [CatalogItem]
   let rowsPerScreen: Int
   let loader: ThumbnailLoader
-  let service: ThumbnailService
+  let service: any ThumbnailServing
   let changes: ChangeSignal
   let events: EventTally
 
@@ -39,7 +39,7 @@ final class ThumbnailList {
   /// The most entries the loader held after a scroll.
   private(set) var peakEntries = 0
 
-  init(items: [CatalogItem], rowsPerScreen: Int, loader: ThumbnailLoader, service: ThumbnailService, changes: ChangeSignal) {
+  init(items: [CatalogItem], rowsPerScreen: Int, loader: ThumbnailLoader, service: any ThumbnailServing, changes: ChangeSignal) {
     self.items = items
     self.rowsPerScreen = rowsPerScreen
     self.loader = loader
@@ -103,7 +103,16 @@ final class ThumbnailList {
     // A load cancelled before its attempt ran never asks the service, so the service sees at
     // most that many requests.
     let loadsStarted = cells.count(where: { $0.frames.first?.status == .loading }) + refreshes
-    let service = service.counts
+    let log = service.log
+    // Over HTTP the log is the server's, and a copy: wait until it has every answer this process
+    // received, and until the server has seen the client go away for every held request whose
+    // load was cancelled (in-process, both are so at once).
+    if !service.logIsCurrent { return "the service's log, to catch up with the answers received" }
+    let loadingItems = Set(visible.lazy.filter { $0.frames.last?.status == .loading }.map(\.item.id))
+    if let held = log.heldItemIDs.first(where: { !loadingItems.contains($0) }) {
+      return "the service: a held request for \(held), whose load ended, to end"
+    }
+    let service = log.counts
     if service.requests > loadsStarted {
       return "the service: \(service.requests) requests of the \(loadsStarted) loads started"
     }
@@ -134,7 +143,7 @@ final class ThumbnailList {
 /// The totals of a run so far.
 struct Totals {
   var events: EventTally.Counts
-  var service: ThumbnailService.Counts
+  var service: ThumbnailCounts
   /// `loader.count`.
   var entries: Int
   /// The keys with a claim: the visible rows.

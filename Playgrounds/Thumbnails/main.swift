@@ -17,9 +17,21 @@ import ExampleServices
 import Foundation
 import LoadableKit
 
-let items = try Catalog.redlands(count: 200)
+let items = Catalog.redlands(count: 200)
 let changes = ChangeSignal(timeout: .seconds(60))
-let service = ThumbnailService(items: items, latency: RedlandsServices.defaultLatency, onChange: changes.signal)
+let service: any ThumbnailServing
+if let url = RedlandsServices.commandLineServer {
+  // The example server's thumbnail service, over HTTP: it holds, answers and logs the requests.
+  do {
+    service = try await ThumbnailClient(baseURL: url, latency: RedlandsServices.defaultLatency, onChange: changes.signal)
+  } catch {
+    exitCannotReach(url, error)
+  }
+  FileHandle.standardError.write(Data("(step 9's fling stays in-process, on simulated time: see the README)\n".utf8))
+} else {
+  service = ThumbnailService(
+    items: ThumbnailCatalog.redlands(count: items.count), latency: RedlandsServices.defaultLatency, onChange: changes.signal)
+}
 let cache = ThumbnailCache(lastSessionOf: items)
 let maximumIdleCount = 12
 
@@ -62,7 +74,7 @@ list.scroll(to: 12)
 await list.settle()
 let cancelled = list.totals.events.cancelled - before.events.cancelled
 print("    \(rows(list.visible)) appear and \(rows(passing)) scroll away: their \(cancelled) loads are cancelled")
-service.answerHeldRequests()
+try await service.answerHeldRequests()
 await list.settle()
 print("    the service answers the requests of \(rows(list.visible)):")
 printCells(passing + list.visible, note: { cell in list.visible.contains { $0 === cell } ? origin(cell) : "scrolled away: cancelled" })
@@ -103,10 +115,10 @@ let drawnBefore = stale.frames.count
 service.holdNextRequest(for: stale.item.id)
 list.refresh(row: 12)  // request A, which the service holds: a slow response
 await list.settle()
-let uploaded = service.uploadNewThumbnail(for: stale.item.id)
+let uploaded = try await service.uploadNewThumbnail(for: stale.item.id)
 list.refresh(row: 12)  // while A still runs: request B asks once A has answered
 await list.settle()
-service.answerHeldRequests()  // A answers at last, with the thumbnail it found: the old one
+try await service.answerHeldRequests()  // A answers at last, with the thumbnail it found: the old one
 await list.settle()
 print("    refresh: request A asks for the thumbnail, and is slow; meanwhile the owner uploads r\(uploaded)")
 print("    refresh again while A runs: a key loads once at a time, so request B asks when A has answered")
@@ -126,7 +138,7 @@ let broken = list.cell(13)
 printStep("6. \(broken.item.title): a refresh fails during an outage, and the cell keeps its thumbnail")
 before = list.totals
 let drawnBeforeOutage = broken.frames.count
-let newer = service.uploadNewThumbnail(for: broken.item.id)
+let newer = try await service.uploadNewThumbnail(for: broken.item.id)
 service.server.isDown = true
 list.refresh(row: 13)
 await list.settle()
@@ -152,7 +164,7 @@ for top in tops {
   await list.settle()
 }
 let flung = list.totals
-service.answerHeldRequests()
+try await service.answerHeldRequests()
 await list.settle()
 let loadsFlungAway = passed.filter { $0.frames.last?.status == .loading }
 print("    \(passed.count) rows passed; the \(loadsFlungAway.count) still loading when they left were cancelled:")
@@ -215,5 +227,6 @@ let bound = list.rowsPerScreen + maximumIdleCount
 print("    entries: at most \(list.peakEntries) after any scroll, within \(list.rowsPerScreen) claimed + "
   + "\(maximumIdleCount) idle\(list.peakEntries <= bound ? "" : ": OVER THE BOUND")")
 list.events.stop()
+(service as? ThumbnailClient)?.stop()
 changes.finish()
 if !balanced || list.peakEntries > bound { exit(1) }

@@ -13,8 +13,12 @@ import LoadableKit
 ///   `/geocode/GeocodeServer/reverseGeocode?x=…&y=…`
 /// - `POST /gp/<task>/submitJob`, `GET /gp/jobs/<id>`, `POST /gp/jobs/<id>/cancel`, `GET /gp/jobs/<id>/result`:
 ///   the job service (see `JobRoutes`), its jobs kept in a directory of their own.
+/// - `GET /portal/sharing/rest/content/items/<id>/info/thumbnail/thumbnail.png` and the admin
+///   endpoints `/admin/thumbnails/…`: the thumbnail service (see `ThumbnailRoutes`).
 /// - `GET /admin/log`: the request log as text; `POST /admin/staging?…`: see ``Staging``;
-///   `POST /admin/jobs/clock?offsetSeconds=…`: moves the job service's clock.
+///   `POST /admin/jobs/clock?offsetSeconds=…`: moves the job service's clock;
+///   `POST /admin/release?tag=…`: releases the requests held with `X-Hold: <tag>`; `GET /admin/ping`:
+///   answers `example-server` (the playgrounds ask it first, to tell a server that is not there).
 ///
 /// Latency, outages and faults come from ``Staging``. Every request is logged in ``log`` with
 /// its outcome; a client that closes its connection before the answer cancels the handler and
@@ -25,6 +29,8 @@ public final class ExampleServer: Sendable {
   private let services = RedlandsServices(latency: .zero)
   private let staging = StagingTable()
   private let jobs: Result<JobRoutes, any Error>
+  private let thumbnails = ThumbnailRoutes()
+  private let gate = RequestGate()
 
   /// Creates a server that logs its requests in `log` and keeps the job service's jobs in
   /// `jobsDirectory` (a new temporary directory by default).
@@ -42,6 +48,15 @@ public final class ExampleServer: Sendable {
     host: String = "127.0.0.1", port: Int = 0, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
   ) -> some ApplicationProtocol {
     let router = Router()
+    router.get("/admin/ping") { _, _ in "example-server\n" }
+    router.post("/admin/release") { [gate] request, _ -> String in
+      guard let tag = request.uri.queryParameters.get("tag") else {
+        throw HTTPError(.badRequest, message: "release takes ?tag=<the X-Hold of the requests>")
+      }
+      gate.release(tag)
+      return "released \(tag)\n"
+    }
+    thumbnails.addRoutes(to: router)
     router.get("/admin/log") { [log] _, _ in
       log.entries.map(\.description).joined(separator: "\n") + "\n"
     }
@@ -76,15 +91,16 @@ public final class ExampleServer: Sendable {
   private func respond(to request: Request) async throws -> Response {
     let path = request.uri.path
     let target = request.uri.string
-    let number = log.begin(method: "\(request.method)", target: target)
-    let started = ContinuousClock.now
     let service = path.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
     let stage = staging.staging(for: service).overridden(by: request.headers)
+    let number = log.begin(method: "\(request.method)", target: target, held: stage.hold != nil)
+    let started = ContinuousClock.now
     do {
       // The handler is cancelled when the client closes its connection.
       let (status, body) = try await request.body.consumeWithCancellationOnInboundClose { _ in
         try await Task.sleep(for: stage.latency)
-        return await self.answer(method: "\(request.method)", path: path, query: request.uri.queryParameters, stage: stage)
+        if let tag = stage.hold, ThumbnailRoutes.itemID(in: path) == nil { try await self.gate.wait(for: tag) }
+        return try await self.answer(method: "\(request.method)", path: path, query: request.uri.queryParameters, stage: stage)
       }
       return respond(number, status: status, body: body, stage: stage, started: started)
     } catch {
@@ -117,7 +133,13 @@ public final class ExampleServer: Sendable {
   private struct CutOff: Error {}
 
   /// The status and body for `path`.
-  private func answer(method: String, path: String, query: Parameters, stage: Staging) async -> (Int, Data) {
+  ///
+  /// - Throws: `CancellationError` when the client went away first.
+  private func answer(method: String, path: String, query: Parameters, stage: Staging) async throws -> (Int, Data) {
+    if let itemID = ThumbnailRoutes.itemID(in: path) {
+      // Before the staged status: the thumbnail service logs a request it fails, as in-process.
+      return try await thumbnails.answer(itemID, path: path, stage: stage)
+    }
     if let status = stage.status {
       return (status, Self.errorBody(status, HTTPResponse.Status(code: status).reasonPhrase))
     }

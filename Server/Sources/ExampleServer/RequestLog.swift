@@ -31,6 +31,8 @@ public final class RequestLog: Sendable {
     public var method: String
     /// The path and query.
     public var target: String
+    /// Whether the request asked to be held (`X-Hold: true`).
+    public var held = false
     /// `nil` while the request is in flight.
     public var outcome: Outcome?
     /// From the request's arrival to its outcome.
@@ -38,7 +40,7 @@ public final class RequestLog: Sendable {
 
     public var description: String {
       let milliseconds = duration.map { " in \($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) ms" } ?? ""
-      return "#\(number) \(method) \(target) → \(outcome.map { "\($0)" } ?? "in flight")\(milliseconds)"
+      return "#\(number) \(method) \(target)\(held ? " (held)" : "") → \(outcome.map { "\($0)" } ?? "in flight")\(milliseconds)"
     }
   }
 
@@ -84,10 +86,10 @@ public final class RequestLog: Sendable {
     return entries
   }
 
-  func begin(method: String, target: String) -> Int {
+  func begin(method: String, target: String, held: Bool = false) -> Int {
     update { state in
       state.count += 1
-      state.entries.append(Entry(number: state.count, method: method, target: target))
+      state.entries.append(Entry(number: state.count, method: method, target: target, held: held))
       if state.entries.count > capacity { state.entries.removeFirst(state.entries.count - capacity) }
       return state.count
     }

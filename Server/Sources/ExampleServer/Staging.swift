@@ -10,6 +10,10 @@ import HTTPTypes
 /// - `X-Retry-After: 1`: with a `503` or `429`, send `Retry-After: 1`.
 /// - `X-Fault: cut-off` closes the connection half-way through the body; `X-Fault: malformed-json`
 ///   answers `200` with a body that is not JSON.
+/// - `X-Hold: <tag>`: hold the request (after the latency) until `POST /admin/release?tag=<tag>`;
+///   a request that arrives after its tag was released goes on at once. The thumbnail service
+///   holds its requests itself, once it has read the revision to answer with, until
+///   `POST /admin/thumbnails/release` (see `ThumbnailRoutes`).
 ///
 /// The admin endpoint sets the same for every request of one service (`portal`, `gis`, `gp`,
 /// `geocode`, or `all`): `POST /admin/staging?service=portal&down=true&retryAfter=1&latencyMs=300`,
@@ -27,18 +31,24 @@ public struct Staging: Sendable, Hashable {
   /// The `Retry-After` to send with a `503` or `429`, in seconds.
   public var retryAfterSeconds: Int?
   public var fault: Fault?
+  /// The tag the request is held under until it is released, if it is held.
+  public var hold: String?
 
-  public init(latency: Duration = .zero, status: Int? = nil, retryAfterSeconds: Int? = nil, fault: Fault? = nil) {
+  public init(
+    latency: Duration = .zero, status: Int? = nil, retryAfterSeconds: Int? = nil, fault: Fault? = nil, hold: String? = nil
+  ) {
     self.latency = latency
     self.status = status
     self.retryAfterSeconds = retryAfterSeconds
     self.fault = fault
+    self.hold = hold
   }
 
   static let latencyHeader = HTTPField.Name("X-Latency-Ms")!
   static let statusHeader = HTTPField.Name("X-Status")!
   static let retryAfterHeader = HTTPField.Name("X-Retry-After")!
   static let faultHeader = HTTPField.Name("X-Fault")!
+  static let holdHeader = HTTPField.Name("X-Hold")!
 
   /// This staging, with what `headers` set for one request.
   func overridden(by headers: HTTPFields) -> Staging {
@@ -51,6 +61,7 @@ public struct Staging: Sendable, Hashable {
     }
     if let text = headers[Self.retryAfterHeader], let seconds = Int(text) { staging.retryAfterSeconds = max(0, seconds) }
     if let text = headers[Self.faultHeader] { staging.fault = Fault(rawValue: text) }
+    if let tag = headers[Self.holdHeader], !tag.isEmpty { staging.hold = tag }
     return staging
   }
 }

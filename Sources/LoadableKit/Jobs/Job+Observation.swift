@@ -95,8 +95,8 @@ extension Job {
   @discardableResult
   func addObserver(_ observer: @escaping Machine.Observer) -> UInt64 {
     let id = nextJobWaiterID()
-    let first = signals.noteAudience()  // before the snapshot reads the progress
-    if withState({ $0.addObserver(id, observer, firstListener: first) }) { drainObservers() }
+    signals.noteAudience()  // before the snapshot reads the progress
+    if withState({ $0.addObserver(id, observer) }) { drainObservers() }
     return id
   }
 

@@ -225,7 +225,8 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// The output of the job, once it has succeeded.
   ///
   /// Waits until the job ends; it never starts the job, so awaiting the output of a job nobody
-  /// starts waits until the awaiting task is cancelled. Returns at once when the job has finished.
+  /// starts waits until the awaiting task is cancelled. Returns at once when the job's end has
+  /// already been delivered to its observers; a caller that comes in between waits for that delivery.
   ///
   /// - Throws: The job's ``error`` when it failed (`CancellationError` after ``cancel()``);
   ///   ``JobError/Code/outputNotPersisted`` for a job restored from JSON after it finished;

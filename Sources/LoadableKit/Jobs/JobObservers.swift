@@ -19,6 +19,9 @@ struct JobObservers<Output: Sendable> {
   struct Entry: Sendable {
     var handler: Handler
     var pending: [JobDelivery<Output>]
+    /// The progress this observer already knows (its snapshot's, then the last step queued):
+    /// a progress event at or below it is not queued again.
+    var knownProgress: Double = 0
   }
 
   private var entries: [UInt64: Entry] = [:]
@@ -29,13 +32,22 @@ struct JobObservers<Output: Sendable> {
   /// Queues `delivery` for every observer. Returns `true` when the caller must drain.
   mutating func enqueue(_ delivery: JobDelivery<Output>) -> Bool {
     guard !entries.isEmpty else { return false }
+    if case .event(.progress(let fraction)) = delivery {
+      var queued = false
+      for index in entries.indices where entries.values[index].knownProgress < fraction {
+        entries.values[index].knownProgress = fraction
+        entries.values[index].pending.append(delivery)
+        queued = true
+      }
+      return queued && startDraining()
+    }
     for index in entries.indices { entries.values[index].pending.append(delivery) }
     return startDraining()
   }
 
   /// Adds an observer with its first deliveries. Returns `true` when the caller must drain.
-  mutating func add(_ id: UInt64, _ handler: @escaping Handler, pending: [JobDelivery<Output>]) -> Bool {
-    entries[id] = Entry(handler: handler, pending: pending)
+  mutating func add(_ id: UInt64, _ handler: @escaping Handler, pending: [JobDelivery<Output>], knownProgress: Double) -> Bool {
+    entries[id] = Entry(handler: handler, pending: pending, knownProgress: knownProgress)
     return startDraining()
   }
 

@@ -33,12 +33,9 @@ final class JobSignals: Sendable {
   /// Notes that somebody may listen to progress from now on. Called before the listener reads the
   /// progress (both sequentially consistent, as the report's raise and its ``needsPublishing``
   /// are), so a report either sees the listener or raised the progress the listener then reads.
-  ///
-  /// - Returns: `true` for the first listener ever: nobody heard of the progress before it.
-  @discardableResult
-  func noteAudience() -> Bool {
-    if audience.load(ordering: .relaxed) { return false }
-    return !audience.exchange(true, ordering: .sequentiallyConsistent)
+  func noteAudience() {
+    if audience.load(ordering: .relaxed) { return }
+    audience.store(true, ordering: .sequentiallyConsistent)
   }
 
   /// Whether a report that crossed a step must be published: somebody may listen (an observer, a

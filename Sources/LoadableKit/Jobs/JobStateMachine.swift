@@ -322,13 +322,12 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// Adds an observer whose first delivery is a snapshot (followed by the end when the job has
   /// finished). Returns `true` when the caller must drain.
   ///
-  /// `firstListener`: nobody listened to the progress before, so the steps reported until now
-  /// were not published; the snapshot carries them, and they are not published again.
-  mutating func addObserver(_ id: UInt64, _ handler: @escaping Observer, firstListener: Bool = false) -> Bool {
-    if firstListener { publishedProgress = max(publishedProgress, progress) }
+  /// The observer knows the progress from its snapshot: it is told only of later steps (steps
+  /// reported while nobody listened were not published, and are not published to it again).
+  mutating func addObserver(_ id: UInt64, _ handler: @escaping Observer) -> Bool {
     var pending: [JobDelivery<Output>] = [.event(.snapshot(snapshot))]
     if let result { pending.append(.end(result)) }
-    return observers.add(id, handler, pending: pending)
+    return observers.add(id, handler, pending: pending, knownProgress: progress)
   }
 
   /// Removes an observer; its handler and pending deliveries are released with the returned entry.

@@ -1,0 +1,102 @@
+import Foundation
+import Observation
+@testable import LoadableKit
+import LoadableKitTesting
+import Testing
+
+/// Progress steps reach every subscriber once, however subscribers and readers arrive while the
+/// job reports (the fast path publishes a step only once somebody may listen).
+@Suite("Jobs: progress and its audience", .timeLimit(.minutes(1)))
+struct JobsProgressAudienceTests {
+  static func describe(_ event: JobEvent) -> String? {
+    switch event {
+    case .snapshot(let snapshot): "snapshot \(snapshot.fractionCompleted)"
+    case .progress(let fraction): "progress \(fraction)"
+    case .status(let status): "\(status)"
+    case .message: nil
+    }
+  }
+
+  /// The audience was noted by a *reader* of `fractionCompleted` (not an observer): the subscriber
+  /// that comes next has 0.5 in its snapshot, and the next status change must not repeat 0.5 as a
+  /// progress event. (Before the fix, only the very first listener was spared the repeat.)
+  @Test func aSubscriberAfterAReaderIsNotToldTheProgressTwice() async throws {
+    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
+    let arrived = JobLatch()
+    let release = JobLatch()
+    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
+    let job = Job(work)
+    job.start()
+    await arrived.wait()
+    #expect(job.fractionCompleted == 0.5)  // e.g. a log line, a JobHandle read
+    let events = job.events
+    job.pause()
+    release.open()
+    await job.waitUntilParked()
+    await job.cancel()
+    var seen: [String] = []
+    for await event in events { if let line = Self.describe(event) { seen.append(line) } }
+    #expect(seen == ["snapshot 0.5", "paused", "canceling", "failed"])
+  }
+
+  /// Two first subscriptions race a progress report: subscriber A notes the audience, subscriber
+  /// B's whole `addObserver` runs before A's, a report crosses a step (0.6) and sees the audience,
+  /// then A is added before the report publishes. B, whose snapshot said 0.5, must hear of 0.6.
+  /// Before the fix, adding the first listener marked the progress as published, and B never heard
+  /// of 0.6, not even at the next status change. The interleaving is replayed step by step.
+  @Test func aConcurrentFirstListenerHidesAStepFromTheOtherSubscriber() async throws {
+    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
+    let arrived = JobLatch()
+    let release = JobLatch()
+    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
+    let job = Job(work)
+    job.start()
+    await arrived.wait()  // progress 0.5, never published: nobody listened
+
+    // Subscriber A, first half: `signals.noteAudience()` (in `Job.addObserver`).
+    job.signals.noteAudience()
+    // Subscriber B, whole `addObserver`: not first; snapshot 0.5.
+    let eventsB = job.events
+    // A report crosses a step and finds an audience ...
+    #expect(job.signals.raiseProgress(to: 0.6))
+    #expect(job.signals.needsPublishing())
+    // ... A's second half runs before the report's `host.publishProgress()`.
+    let idA = nextJobWaiterID()
+    if job.withState({ $0.addObserver(idA, { _ in }) }) { job.drainObservers() }
+    job.publishProgress()  // the report's publish
+
+    job.pause()
+    release.open()
+    await job.waitUntilParked()
+    await job.cancel()
+    var seen: [String] = []
+    for await event in eventsB { if let line = Self.describe(event) { seen.append(line) } }
+    #expect(seen.contains("progress 0.6"), "B was never told of the step to 0.6: \(seen)")
+    #expect(job.fractionCompleted == 0.6)
+  }
+
+  /// The same race, for a `withObservationTracking` reader of `fractionCompleted`
+  /// that read 0.5 is not told of the step to 0.6 either.
+  @Test func aConcurrentFirstListenerHidesAStepFromAnObservationTracker() async throws {
+    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
+    let arrived = JobLatch()
+    let release = JobLatch()
+    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
+    let job = Job(work)
+    job.start()
+    await arrived.wait()
+
+    job.signals.noteAudience()
+    let changed = Recorder<String>()
+    let read = withObservationTracking { job.fractionCompleted } onChange: { changed.append("changed") }
+    #expect(read == 0.5)
+    #expect(job.signals.raiseProgress(to: 0.6))
+    #expect(job.signals.needsPublishing())
+    let idA = nextJobWaiterID()
+    if job.withState({ $0.addObserver(idA, { _ in }) }) { job.drainObservers() }
+    job.publishProgress()
+    #expect(changed.values == ["changed"], "the tracker that read 0.5 was not told the progress changed to 0.6")
+    release.open()
+    await job.cancel()
+  }
+}
