@@ -43,7 +43,9 @@ final class AttemptTrace: LoadInstrument {
     for entry in all.values {
       var parent = entry.attempt.parent.flatMap { all[$0] == nil ? nil : $0 }
       let askers = dependents[entry.attempt.name] ?? []
-      if let asked = parent, askers.count > 1, (entry.end?.callers ?? 1) > 1 {
+      // Whether the other dependents joined this attempt or came after it had failed (and got the
+      // failure at once, a sticky failure starting nothing) is a race too: go by the graph alone.
+      if let asked = parent, askers.count > 1 {
         let tree = root(of: asked)
         let first = all.values.filter { askers.contains($0.attempt.name) && root(of: $0.attempt.id) == tree }
           .min { (rankOf($0), $0.attempt.startedAt) < (rankOf($1), $1.attempt.startedAt) }

@@ -67,6 +67,21 @@ extension AsyncLoadable {
     }
   }
 
+  /// ``interestView(since:)`` without the snapshot, so without copies of user values: what a
+  /// keyed view needs when nobody observes the key (no copy to release after the lock).
+  /// `failedByCancellation`: the status is failed with `CancellationError`.
+  final func interestState(since previous: LoadStateMachine<Content>.Attempt?) -> (
+    status: LoadStatus, contentVersion: UInt64, attempt: LoadStateMachine<Content>.Attempt?,
+    previousFinished: Bool, failedByCancellation: Bool
+  ) {
+    state.withLock(owner: self) { state in
+      (
+        state.status, state.contentVersion, state.attempt, previous?.finished ?? false,
+        state.status == .failed && state.error is CancellationError
+      )
+    }
+  }
+
   /// The count of successful attempts and the content, in one read.
   final func versionedContent() -> (contentVersion: UInt64, content: Content?) {
     state.withLock(owner: self) { ($0.contentVersion, $0.content) }

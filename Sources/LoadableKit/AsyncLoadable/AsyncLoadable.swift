@@ -53,11 +53,16 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// by ``withState(_:)``, through which every path that creates that part goes.
   let hasExtras = Atomic<Bool>(false)
   @usableFromInline let state: Mutex<LoadStateMachine<Content>>
-  @usableFromInline let operation: Operation?
+  @usableFromInline let operation: Operation
 
   /// What the default ``performLoad()`` runs. An enum rather than one async closure, so that a
   /// synchronous closure, a constant and an error are stored without a conversion thunk.
+  ///
+  /// Not optional (``overridden`` stands for none): the unspecialized `deinit` then looks up the
+  /// generic metadata of one type fewer at run time.
   @usableFromInline enum Operation: Sendable {
+    /// None: a subclass overrides ``performLoad()``.
+    case overridden
     case async(@Sendable () async throws -> Content)
     case sync(@Sendable () throws -> Content)
     case constant(Content)
@@ -73,7 +78,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   @inlinable
   public init() {
     state = Mutex(LoadStateMachine(status: .notLoaded, content: nil, error: nil))
-    operation = nil
+    operation = .overridden
   }
 
   /// Inlinable, like the public initializers, so that creating a loadable is specialized for the
@@ -82,7 +87,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   init(status: LoadStatus, content: Content?, error: (any Error)?, operation: Operation?) {
     state = Mutex(LoadStateMachine(status: status, content: content, error: error))
     statusMirror.store(status.code, ordering: .relaxed)
-    self.operation = operation
+    self.operation = operation ?? .overridden
   }
 
   /// Creates a loadable whose attempts run `operation`.
@@ -149,10 +154,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// - Returns: the new content.
   /// - Throws: any error; the loadable then fails with it and keeps its previous content.
   open func performLoad() async throws -> Content {
-    guard let operation else {
-      preconditionFailure("\(type(of: self)) must override performLoad() or be created with a closure")
-    }
     switch operation {
+    case .overridden:
+      preconditionFailure("\(type(of: self)) must override performLoad() or be created with a closure")
     case .async(let operation): return try await operation()
     case .sync(let operation): return try operation()
     case .constant(let content): return content

@@ -48,6 +48,20 @@ enum LoadIntent: UInt8, Sendable, CustomStringConvertible {
   }
 }
 
+/// A loadable's content, boxed: see ``LoadStateMachine/contentBox``. Immutable; a new content is
+/// a new box.
+@usableFromInline
+final class ContentBox<Content: Sendable>: Sendable {
+  @usableFromInline let value: Content
+  @inlinable init(_ value: Content) { self.value = value }
+}
+
+/// A loadable's `ObservationRegistrar`, boxed: see ``LoadStateMachine/registrarBox``.
+@usableFromInline
+final class RegistrarBox: Sendable {
+  let registrar = ObservationRegistrar()
+}
+
 /// The state of one ``AsyncLoadable``: a plain value, mutated only under the loadable's lock.
 ///
 /// Every event is a `mutating` method that changes the state and returns what must be done once
@@ -66,7 +80,13 @@ struct LoadStateMachine<Content: Sendable> {
   typealias StatusEvent = LoadStatusEvent
 
   @usableFromInline var status: LoadStatus
-  @usableFromInline var content: Content?
+  /// The content, in a box of its own (a ``ContentBox``), so that no stored property's layout
+  /// depends on `Content`: the state, and the `Mutex` around it, then have a layout known at
+  /// compile time, and the library's unspecialized code takes the lock and reads or changes the
+  /// status, the attempt and the waiters without looking up the generic metadata of
+  /// `LoadStateMachine<Content>` and `Mutex<…>` at run time (issue 13: two thirds of the lookups
+  /// of a `map` node). Only code that touches the content pays for its type.
+  @usableFromInline var contentBox: AnyObject?
   @usableFromInline var error: (any Error)?
   /// Counts successful attempts (and live recomputations of derived content).
   @usableFromInline var contentVersion: UInt64 = 0
@@ -78,14 +98,21 @@ struct LoadStateMachine<Content: Sendable> {
   @usableFromInline var extras: LoadableExtras?
   /// Created when an observable property is first read: until then nobody can be tracking one,
   /// so changes need no notification and an idle loadable carries no registrar.
-  @usableFromInline var registrar: ObservationRegistrar?
+  ///
+  /// Boxed: `ObservationRegistrar` comes from a library built for evolution, whose layout is not
+  /// known at compile time; stored inline it would make the whole state's layout a run-time
+  /// question (see ``contentBox``).
+  @usableFromInline var registrarBox: RegistrarBox?
+
+  /// The registrar, if an observable property was ever read.
+  var registrar: ObservationRegistrar? { registrarBox?.registrar }
 
   /// The registrar, created on first use.
   mutating func observationRegistrar() -> ObservationRegistrar {
-    if let registrar { return registrar }
-    let registrar = ObservationRegistrar()
-    self.registrar = registrar
-    return registrar
+    if let registrarBox { return registrarBox.registrar }
+    let box = RegistrarBox()
+    registrarBox = box
+    return box.registrar
   }
 
   /// The out-of-line part, created on first use.
@@ -96,6 +123,12 @@ struct LoadStateMachine<Content: Sendable> {
       self.extras = extras
       return extras
     }
+  }
+
+  /// The content of the last successful attempt (or live recomputation).
+  @inlinable var content: Content? {
+    get { contentBox.map { unsafeDowncast($0, to: ContentBox<Content>.self).value } }
+    set { contentBox = newValue.map { ContentBox($0) } }
   }
 
   @inlinable init(status: LoadStatus, content: Content?, error: (any Error)?) {

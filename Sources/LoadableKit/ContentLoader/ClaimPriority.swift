@@ -35,9 +35,13 @@ public enum ClaimPriority: Int, Comparable, Sendable, CaseIterable, CustomString
 }
 
 /// How many claims of a key there are at each priority.
+@usableFromInline
 struct PriorityCounts: Sendable {
-  private var counts: (background: Int, prefetch: Int, visible: Int) = (0, 0, 0)
+  @usableFromInline var counts: (background: Int, prefetch: Int, visible: Int) = (0, 0, 0)
 
+  @usableFromInline init() {}
+
+  @inlinable
   subscript(priority: ClaimPriority) -> Int {
     get {
       switch priority {
@@ -58,5 +62,11 @@ struct PriorityCounts: Sendable {
   /// The highest priority with a claim, if any.
   var highest: ClaimPriority? {
     counts.visible > 0 ? .visible : counts.prefetch > 0 ? .prefetch : counts.background > 0 ? .background : nil
+  }
+
+  /// ``highest``, or ``ClaimPriority/visible`` without claims: the key's load priority.
+  @inlinable
+  var highestOrVisible: ClaimPriority {
+    counts.visible > 0 ? .visible : counts.prefetch > 0 ? .prefetch : counts.background > 0 ? .background : .visible
   }
 }

@@ -1,3 +1,5 @@
+import Synchronization
+
 extension ContentLoader {
   /// A claim on one key of a ``ContentLoader``: while it is active, the key's entry is kept and
   /// its load goes on.
@@ -12,15 +14,19 @@ extension ContentLoader {
   public final class Claim: @unchecked Sendable {  // `entry` is touched only under the loader's lock
     /// The key this claim is on.
     public let key: Key
-    let loader: ContentLoader
-    let id: UInt64
+    @usableFromInline let loader: ContentLoader
+    @usableFromInline let id: UInt64
     /// The key's entry while the claim is active; `nil` once it ended.
-    var entry: KeyedLoadable?
+    @usableFromInline var entry: KeyedLoadable?
     /// The claim's priority, under the loader's lock.
-    var rank: ClaimPriority
+    @usableFromInline var rank: ClaimPriority
     /// Reports the claim to the instruments; `nil` when none is installed.
-    let probe: ClaimProbe?
+    @usableFromInline let probe: ClaimProbe?
+    /// Set, under the loader's lock, when the claim ends: its `deinit` then has nothing to do and
+    /// takes no lock.
+    @usableFromInline let hasEnded = Atomic<Bool>(false)
 
+    @usableFromInline
     init(loader: ContentLoader, key: Key, id: UInt64, priority: ClaimPriority) {
       self.loader = loader
       self.key = key
@@ -41,7 +47,8 @@ extension ContentLoader {
     }
 
     deinit {
-      loader.end(self)
+      // An ended claim has nothing left to do: no lock, no generic code of the loader's.
+      if !hasEnded.load(ordering: .acquiring) { loader.end(self) }
       probe?.end()
     }
 
@@ -50,8 +57,13 @@ extension ContentLoader {
     ///
     /// Update streams of this claim finish after the notifications queued before the end;
     /// handlers are not called any more.
+    ///
+    /// Inlinable, so that ending a claim on a key that other claims still hold — a counter
+    /// decremented under the loader's lock — is specialized for the caller's types (see
+    /// ``ContentLoader/begin(_:)``).
+    @inlinable
     public func end() {
-      loader.end(self)
+      loader.endClaim(self)
       probe?.end()
     }
 

@@ -104,6 +104,7 @@ extension ContentLoader {
   ///
   /// Its status, content, error and attempts are the loadable's own. The fields below are the
   /// loader's bookkeeping, touched only under the loader's lock.
+  @usableFromInline
   final class KeyedLoadable: AsyncLoadable<Value>, @unchecked Sendable {
     let key: Key
     let loadValue: @Sendable (Key) async throws -> (value: Value, version: Version)
@@ -114,13 +115,13 @@ extension ContentLoader {
     let costOf: (@Sendable (Value) -> Int)?
 
     // Under the loader's lock:
-    var claimCount = 0
+    @usableFromInline var claimCount = 0
     /// How many claims there are at each ``ClaimPriority``.
-    var claimsAt = PriorityCounts()
+    @usableFromInline var claimsAt = PriorityCounts()
     /// What the value shown costs, as counted in the loader's total.
     var cost = 0
     /// The observers of the claims that have some, by claim.
-    var sinks: [UInt64: [ClaimSink]] = [:]
+    @usableFromInline var sinks: [UInt64: [ClaimSink]] = [:]
     /// The attempt in which the claims hold interest.
     var held: LoadStateMachine<Value>.Attempt?
     var graceTimer: GraceTimer?

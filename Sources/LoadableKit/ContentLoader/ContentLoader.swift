@@ -47,9 +47,9 @@ import Synchronization
 ///
 /// See <doc:LoadingKeyedContent> for the detailed design.
 public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Version: Comparable & Sendable>: Sendable {
-  typealias State = ContentLoaderState<Key, Value, Version>
+  @usableFromInline typealias State = ContentLoaderState<Key, Value, Version>
 
-  let state: Mutex<State>
+  @usableFromInline let state: Mutex<State>
   let loadValue: @Sendable (Key) async throws -> (value: Value, version: Version)
   let existingValue: @Sendable (Key) -> (value: Value, version: Version)?
   let timeline: Timeline
@@ -168,14 +168,23 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///
   /// - Complexity: O(1). For a key without an entry, the data source's `existingValue` hook is
   ///   called once, outside the lock.
+  ///
+  /// Inlinable: a claim on a key that other claims already hold — a list's cell claiming a
+  /// thumbnail another cell shows — is a counter incremented under the loader's lock, and this
+  /// way it runs specialized for the caller's `Key`, `Value` and `Version` instead of looking up
+  /// the generic metadata of the loader's state at run time.
+  @inlinable
   public func begin(_ key: Key) -> Claim {
-    begin(key, priority: .visible, sink: nil)
+    begin(key, priority: .visible)
   }
 
   /// Claims `key` with a priority, like ``begin(_:)``: the key's load runs at the highest
   /// priority among its claims. Change it later with ``Claim/priority``.
+  @inlinable
   public func begin(_ key: Key, priority: ClaimPriority) -> Claim {
-    begin(key, priority: priority, sink: nil)
+    let claim = Claim(loader: self, key: key, id: nextUniqueID(), priority: priority)
+    if state.withLock(owner: self, { $0.beginOnClaimedEntry(claim) }) { return claim }
+    return begin(claim, sink: nil)
   }
 
   /// Claims `key` with a priority and a handler, like ``begin(_:onUpdate:)``.
@@ -200,7 +209,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   }
 
   func begin(_ key: Key, priority: ClaimPriority, sink: Sink?) -> Claim {
-    let claim = Claim(loader: self, key: key, id: nextUniqueID(), priority: priority)
+    begin(Claim(loader: self, key: key, id: nextUniqueID(), priority: priority), sink: sink)
+  }
+
+  /// Registers `claim` (made by the caller), with its observer if any: the general path.
+  @usableFromInline
+  func begin(_ claim: Claim, sink: Sink?) -> Claim {
+    let key = claim.key
     let expiredBefore = expiryThreshold()
     var fresh: KeyedLoadable?
     while true {
@@ -234,6 +249,15 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     }
   }
 
+  /// ``Claim/end()``: on a key that other claims still hold, and that needs nothing else done
+  /// (no observer of this claim to close, no priority to lower), a counter decremented under the
+  /// lock, specialized for the caller's types; otherwise ``end(_:)``.
+  @inlinable
+  final func endClaim(_ claim: Claim) {
+    if !state.withLock(owner: self, { $0.endOnClaimedEntry(claim) }) { end(claim) }
+  }
+
+  @usableFromInline
   func end(_ claim: Claim) {
     let now = currentTime()
     let (entry, effects) = withState { state -> (KeyedLoadable?, State.Effects) in
@@ -375,17 +399,19 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// started for claims, then launch them; start timers; deliver the queued notifications.
   /// `effects.released` goes last, when `effects` dies.
   func perform(_ effects: State.Effects) {
-    for task in effects.cancelTasks { task.cancel() }
-    for slot in effects.grantedSlots { slot.resume() }
-    for (entry, entryEffects) in effects.entryEffects { entry.perform(entryEffects) }
-    for (entry, attempt, event) in effects.launches {
-      // The key's observers hear of `.loading` before the task starts, as for any loadable: a fast
-      // load cannot resume a caller that joined it before they were told.
-      AttemptContext.outside { entry.deliver(event, contentChanged: false) }
-      onTaskExecutor { entry.launch(attempt, priority: launchPriority(of: entry)) }
+    if let lists = effects.storage {
+      for task in lists.cancelTasks { task.cancel() }
+      for slot in lists.grantedSlots { slot.resume() }
+      for (entry, entryEffects) in lists.entryEffects { entry.perform(entryEffects) }
+      for (entry, attempt, event) in lists.launches {
+        // The key's observers hear of `.loading` before the task starts, as for any loadable: a fast
+        // load cannot resume a caller that joined it before they were told.
+        AttemptContext.outside { entry.deliver(event, contentChanged: false) }
+        onTaskExecutor { entry.launch(attempt, priority: launchPriority(of: entry)) }
+      }
+      for (entry, priority, raised) in lists.reprioritized { reprioritize(entry, to: priority, raised: raised) }
+      for (entry, id) in lists.startTimers { launchGraceTimer(entry, id: id) }
     }
-    for (entry, priority, raised) in effects.reprioritized { reprioritize(entry, to: priority, raised: raised) }
-    for (entry, id) in effects.startTimers { launchGraceTimer(entry, id: id) }
     if let deadline = effects.startSweeper { launchSweeper(firstDeadline: deadline) }
     if effects.drain { drain() }
   }
@@ -463,8 +489,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
 
   private static func sweep(_ loader: ContentLoader?, now: Duration) -> Duration? {
     guard let loader else { return nil }
-    let (next, effects) = loader.withState { $0.sweep(now: now) }
-    loader.perform(effects)
-    return next
+    let swept = loader.withState { $0.sweep(now: now) }
+    loader.perform(swept.1)
+    return swept.next
   }
 }

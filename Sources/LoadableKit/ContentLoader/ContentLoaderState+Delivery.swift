@@ -3,6 +3,7 @@ import Synchronization
 extension ContentLoader {
   /// A per-claim handler; switched off when its claim ends, so a notification still queued for it
   /// is not delivered after `end()` (one already being delivered may finish).
+  @usableFromInline
   final class Handler: Sendable {
     let call: @Sendable (Snapshot) -> Void
     let isActive = Atomic<Bool>(true)
@@ -10,11 +11,13 @@ extension ContentLoader {
   }
 
   /// Where a claim's snapshots go.
+  @usableFromInline
   enum Sink: Sendable {
     case stream(AsyncStream<Snapshot>.Continuation)
     case handler(Handler)
   }
 
+  @usableFromInline
   struct ClaimSink: Sendable {
     var id: UInt64
     var sink: Sink

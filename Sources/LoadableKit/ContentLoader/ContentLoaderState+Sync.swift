@@ -1,3 +1,6 @@
+/// What a change of a key's loadable was, as the loader's events tell it.
+enum ShownChange { case loading, loaded, failed, cancelled, none }
+
 /// Keeping the claims' observers, the event streams and the idle lists in line with each key's
 /// loadable, and reading a key's snapshot.
 extension ContentLoaderState {
@@ -5,48 +8,92 @@ extension ContentLoaderState {
   /// Changes are compared with what was shown last, so each is told once, in order, whoever
   /// notices it first (the loader after changing the entry, or the entry's status observer).
   mutating func sync(_ entry: Entry, _ effects: inout Effects) {
+    // Snapshots and events are built only for a key somebody observes (a claim's handler or
+    // stream, an event stream). Otherwise one read without copies of user values will do, and
+    // this frame holds no value of a type that depends on the loader's generic parameters (each
+    // would be looked up at run time).
+    if !entry.sinks.isEmpty || !eventSinks.isEmpty { return syncObserved(entry, &effects) }
+    let previous = entry.shown
+    let read = entry.interestState(since: previous?.attempt)
+    guard record(entry, previous: previous, read, &effects) != nil else { return }
+    refreshIfPending(entry, attempt: read.attempt, &effects)
+  }
+
+  /// ``sync(_:_:)`` for an entry somebody observes: also builds the snapshot and the event.
+  private mutating func syncObserved(_ entry: Entry, _ effects: inout Effects) {
     let previous = entry.shown
     let view = entry.interestView(since: previous?.attempt)
     effects.released.contents.append(view.snapshot)
     let status = view.snapshot.status
-    let changed =
-      previous == nil || previous!.status != status || previous!.contentVersion != view.contentVersion
-      || previous!.attempt !== view.attempt
-    guard changed else { return }
-    if let old = previous?.attempt, old !== view.attempt {
-      attemptEnded(entry, old, &effects)
-      effects.released.attempts.append(old)
-    }
-    entry.shown = Loader.Shown(status: status, contentVersion: view.contentVersion, attempt: view.attempt)
-    if totalCostLimit != nil {
-      let cost = entry.versions.withLock(owner: entry) { $0.cost(at: view.contentVersion) }
-      if entry.isInIndex { totalCost += cost - entry.cost }
-      entry.cost = cost
-    }
+    let read = (
+      status: status, contentVersion: view.contentVersion, attempt: view.attempt,
+      previousFinished: view.previousFinished,
+      failedByCancellation: status == .failed && view.snapshot.error is CancellationError
+    )
+    guard let change = record(entry, previous: previous, read, &effects) else { return }
     let snapshot = snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion)
     effects.released.snapshots.append(snapshot)
     var event: Event?
-    if let attempt = view.attempt, attempt !== previous?.attempt {
+    switch change {
+    case .loading:
       if let value = snapshot.value, let version = snapshot.version {
         event = .loadingWithPriorValue(entry.key, value, version)
       } else {
         event = .loading(entry.key)
       }
-      entry.attemptMark = makeID()
-    } else if view.attempt == nil, let previous, previous.attempt != nil {
-      switch status {
-      case .loaded where view.contentVersion != previous.contentVersion:
-        event = .loaded(entry.key, snapshot.value!, snapshot.version!)
-        if entry.attemptMark > entry.refreshMark { entry.isStale = false }
-      case .failed where view.previousFinished && !(view.snapshot.error is CancellationError):
-        event = .failed(entry.key, view.snapshot.error ?? CancellationError())
-      default:
-        event = .cancelled(entry.key)
-      }
+    case .loaded: event = .loaded(entry.key, snapshot.value!, snapshot.version!)
+    case .failed: event = .failed(entry.key, view.snapshot.error ?? CancellationError())
+    case .cancelled: event = .cancelled(entry.key)
+    case .none: break
     }
     notifyClaims(entry, snapshot, &effects)
     if let event { emit(event, &effects) }
-    if view.attempt == nil, entry.refreshPending, entry.claimCount > 0 {
+    refreshIfPending(entry, attempt: view.attempt, &effects)
+  }
+
+  /// Records what the entry's loadable shows now, when it differs from what was shown last;
+  /// returns what the change was (`.none`: a change that is no event), or `nil` when nothing
+  /// changed.
+  private mutating func record(
+    _ entry: Entry, previous: Loader.Shown?,
+    _ read: (
+      status: LoadStatus, contentVersion: UInt64, attempt: Attempt?, previousFinished: Bool,
+      failedByCancellation: Bool
+    ), _ effects: inout Effects
+  ) -> ShownChange? {
+    let changed =
+      previous == nil || previous!.status != read.status || previous!.contentVersion != read.contentVersion
+      || previous!.attempt !== read.attempt
+    guard changed else { return nil }
+    if let old = previous?.attempt, old !== read.attempt {
+      attemptEnded(entry, old, &effects)
+      effects.released.attempts.append(old)
+    }
+    entry.shown = Loader.Shown(status: read.status, contentVersion: read.contentVersion, attempt: read.attempt)
+    if totalCostLimit != nil {
+      let cost = entry.versions.withLock(owner: entry) { $0.cost(at: read.contentVersion) }
+      if entry.isInIndex { totalCost += cost - entry.cost }
+      entry.cost = cost
+    }
+    if let attempt = read.attempt, attempt !== previous?.attempt {
+      entry.attemptMark = makeID()
+      return .loading
+    }
+    guard read.attempt == nil, let previous, previous.attempt != nil else { return ShownChange.none }
+    switch read.status {
+    case .loaded where read.contentVersion != previous.contentVersion:
+      if entry.attemptMark > entry.refreshMark { entry.isStale = false }
+      return .loaded
+    case .failed where read.previousFinished && !read.failedByCancellation:
+      return .failed
+    default:
+      return .cancelled
+    }
+  }
+
+  /// A refresh that came while an attempt ran starts once it ended, if the key is still claimed.
+  private mutating func refreshIfPending(_ entry: Entry, attempt: Attempt?, _ effects: inout Effects) {
+    if attempt == nil, entry.refreshPending, entry.claimCount > 0 {
       entry.refreshPending = false
       entry.isStale = true
       addInterest(entry, starting: .refresh, &effects)

@@ -12,9 +12,10 @@ import Synchronization
 /// claims' interest, or to read the entry), never the reverse. Nothing here runs user code or
 /// releases a user value: whatever the state lets go of travels in ``Effects`` and dies after the
 /// lock is released.
+@usableFromInline
 struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Comparable & Sendable> {
-  typealias Loader = ContentLoader<Key, Value, Version>
-  typealias Entry = Loader.KeyedLoadable
+  @usableFromInline typealias Loader = ContentLoader<Key, Value, Version>
+  @usableFromInline typealias Entry = Loader.KeyedLoadable
   typealias Attempt = LoadStateMachine<Value>.Attempt
   typealias Snapshot = Loader.Snapshot
   typealias Event = Loader.Event
@@ -40,22 +41,73 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// What to do after leaving the lock, in this order: cancel tasks, perform the entries' own
   /// effects, launch attempts, start timers, deliver queued notifications; then let the released
   /// values go.
+  ///
+  /// Most changes need nothing done (a claim counted, a status already shown), so the lists live
+  /// in a ``Storage`` allocated on the first thing recorded: an empty `Effects` is one `nil`
+  /// reference, which the library's unspecialized code creates, tests and destroys without
+  /// looking up the metadata of six generic element types at run time.
   struct Effects {
-    var cancelTasks: [Task<Void, Never>] = []
-    /// Effects of an entry's state machine (a cancelled attempt, a restored state).
-    var entryEffects: [(Entry, LoadStateMachine<Value>.Effects)] = []
-    /// Attempts started for claims: launched, and their status change delivered.
-    var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] = []
-    var startTimers: [(Entry, UInt64)] = []
-    /// Keys whose load priority changed (and whether it went up).
-    var reprioritized: [(Entry, ClaimPriority, Bool)] = []
-    /// Loads waiting for `maximumConcurrentLoads` that were given a slot: resumed.
-    var grantedSlots: [LoadLimiter.Continuation] = []
+    final class Storage {
+      var cancelTasks: [Task<Void, Never>] = []
+      var entryEffects: [(Entry, LoadStateMachine<Value>.Effects)] = []
+      var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] = []
+      var startTimers: [(Entry, UInt64)] = []
+      var reprioritized: [(Entry, ClaimPriority, Bool)] = []
+      var grantedSlots: [LoadLimiter.Continuation] = []
+      var released = Released()
+    }
+
+    /// `nil` until something is recorded.
+    var storage: Storage?
     /// Start the idle sweeper, which first wakes at this offset.
     var startSweeper: Duration?
     /// Deliver the outbox: this caller took the delivery role.
     var drain = false
-    var released = Released()
+
+    init() {}
+
+    /// The storage, created on first use.
+    var more: Storage {
+      mutating get {
+        if let storage { return storage }
+        let storage = Storage()
+        self.storage = storage
+        return storage
+      }
+    }
+
+    var cancelTasks: [Task<Void, Never>] {
+      get { storage?.cancelTasks ?? [] }
+      _modify { yield &more.cancelTasks }
+    }
+    /// Effects of an entry's state machine (a cancelled attempt, a restored state).
+    var entryEffects: [(Entry, LoadStateMachine<Value>.Effects)] {
+      get { storage?.entryEffects ?? [] }
+      _modify { yield &more.entryEffects }
+    }
+    /// Attempts started for claims: launched, and their status change delivered.
+    var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] {
+      get { storage?.launches ?? [] }
+      _modify { yield &more.launches }
+    }
+    var startTimers: [(Entry, UInt64)] {
+      get { storage?.startTimers ?? [] }
+      _modify { yield &more.startTimers }
+    }
+    /// Keys whose load priority changed (and whether it went up).
+    var reprioritized: [(Entry, ClaimPriority, Bool)] {
+      get { storage?.reprioritized ?? [] }
+      _modify { yield &more.reprioritized }
+    }
+    /// Loads waiting for `maximumConcurrentLoads` that were given a slot: resumed.
+    var grantedSlots: [LoadLimiter.Continuation] {
+      get { storage?.grantedSlots ?? [] }
+      _modify { yield &more.grantedSlots }
+    }
+    var released: Released {
+      get { storage?.released ?? Released() }
+      _modify { yield &more.released }
+    }
   }
 
   /// References the state let go of. Each may be the last one to a user value (an entry holds its
@@ -80,7 +132,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// What the values of the entries in the index cost together.
   var totalCost = 0
 
-  var index: [Key: Entry] = [:]
+  @usableFromInline var index: [Key: Entry] = [:]
   var handedOut: [Key: HandedOut] = [:]
   var idle = IdleList()
   var idleEmpty = IdleList()
@@ -165,6 +217,43 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
   // MARK: - Claims
 
+  /// `begin(key)` on a key that other claims already hold, when nothing but the counts changes:
+  /// the entry is claimed, so it is not idle and its claims' interest is in place, and the new
+  /// claim does not raise the key's priority. Returns `false`, having changed nothing, when the
+  /// general ``begin(_:sink:fresh:expiredBefore:_:)`` is needed.
+  ///
+  /// Inlinable, so that it runs specialized for the caller's types: no `Effects`, no allocation
+  /// and no generic metadata looked up at run time. It must stay what ``begin(_:sink:fresh:expiredBefore:_:)``
+  /// does in this case (``settle(_:now:_:)`` has nothing to do for an entry that stays claimed).
+  @inlinable
+  mutating func beginOnClaimedEntry(_ claim: Loader.Claim) -> Bool {
+    guard let entry = index[claim.key], entry.claimCount > 0, claim.rank <= entry.claimsAt.highestOrVisible else {
+      return false
+    }
+    claim.entry = entry
+    entry.claimCount += 1
+    entry.claimsAt[claim.rank] += 1
+    return true
+  }
+
+  /// `Claim.end()` of a claim whose key other claims still hold, when nothing but the counts
+  /// changes: no observer of this claim to close, and the key's priority stays. Returns `true`
+  /// when done (or when the claim had already ended), `false`, having changed nothing, when the
+  /// general ``end(_:now:_:)`` is needed. The entry stays referenced by the other claims, so
+  /// letting go of it here releases nothing.
+  @inlinable
+  mutating func endOnClaimedEntry(_ claim: Loader.Claim) -> Bool {
+    guard let entry = claim.entry else { return true }
+    guard entry.claimCount > 1, entry.sinks.isEmpty || entry.sinks[claim.id] == nil,
+      claim.rank < entry.claimsAt.highestOrVisible || entry.claimsAt[claim.rank] > 1
+    else { return false }
+    claim.entry = nil
+    claim.hasEnded.store(true, ordering: .releasing)
+    entry.claimCount -= 1
+    entry.claimsAt[claim.rank] -= 1
+    return true
+  }
+
   /// `begin(key)`: adds `claim` to the key's entry. The first claim on an entry that is not
   /// freshly loaded starts an attempt that only the claims want; on an entry that is loading, it
   /// adds the claims' interest to the running attempt. Returns `false` when the key has no entry
@@ -206,6 +295,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   mutating func end(_ claim: Loader.Claim, now: Duration, _ effects: inout Effects) -> Entry? {
     guard let entry = claim.entry else { return nil }
     claim.entry = nil
+    claim.hasEnded.store(true, ordering: .releasing)
     entry.claimCount -= 1
     let before = entry.loadPriority
     entry.claimsAt[claim.rank] -= 1

@@ -2,6 +2,7 @@ import Synchronization
 
 /// Reports one ``ContentLoader`` claim, began and ended, to the instruments installed when it
 /// began. Made only when some instrument is installed: one atomic load otherwise.
+@usableFromInline
 final class ClaimProbe: Sendable {
   let report: LoadClaimReport
   private let instruments: [any LoadInstrument]
@@ -27,6 +28,7 @@ final class ClaimProbe: Sendable {
   }
 
   /// Reports the end, the first time only (a claim ends explicitly, by its deinit, or both).
+  @usableFromInline
   func end() {
     guard !ended.exchange(true, ordering: .relaxed) else { return }
     let duration = began.duration(to: .now)

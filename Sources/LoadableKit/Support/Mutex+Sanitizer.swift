@@ -41,7 +41,11 @@ extension Mutex where Value: ~Copyable {
   /// `withLock(_:)`, with the critical section made visible to ThreadSanitizer.
   ///
   /// - Parameter owner: the object that owns the mutex; its address names the critical section.
-  @inlinable
+  ///
+  /// Always inlined: called out of line from generic code, it would be handed the metadata of
+  /// `Mutex<Value>`, which the caller looks up at run time (issue 13); inlined, a `Value` whose
+  /// layout is known needs none.
+  @inlinable @inline(__always)
   package borrowing func withLock<Result>(
     owner: AnyObject, _ body: (inout sending Value) throws -> sending Result
   ) rethrows -> sending Result {
