@@ -105,7 +105,7 @@ public final class HTTPClient: Sendable {
     let data: Data
     let response: URLResponse
     do {
-      (data, response) = try await session.data(for: request)
+      (data, response) = try await dataCancellingSafely(for: request)
     } catch let error as URLError {
       throw Self.translate(error, path: path)
     }
@@ -113,6 +113,47 @@ public final class HTTPClient: Sendable {
       throw NetworkError(code: .malformedResponse, path: path, message: "not an HTTP answer")
     }
     return (data, http)
+  }
+
+  /// `session.data(for:)`, with a cancellation that cannot deadlock.
+  ///
+  /// On this toolchain's FoundationNetworking (Linux), the async `data(for:)` cancels its
+  /// `URLSessionTask` from inside the task's cancellation handler, which the runtime runs while it
+  /// holds the cancelled task's status lock; `URLSessionTask.cancel()` then waits for the
+  /// session's work queue. A response completing at that moment holds the work queue and waits
+  /// for the same status lock to resume the caller: both wait for good
+  /// (swift-corelibs-foundation#5412, fixed upstream by #5417; seen here as a hung test run).
+  ///
+  /// Here the cancellation handler only marks the request cancelled and hands the data task's
+  /// `cancel()` to another queue, so it never waits while the runtime holds the lock. The request
+  /// still stops on the wire: the server sees the client go (the tests over loopback check it).
+  private func dataCancellingSafely(for request: URLRequest) async throws -> (Data, URLResponse) {
+    let pending = Locked<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+        let task = session.dataTask(with: request) { data, response, error in
+          if let error {
+            continuation.resume(throwing: error)
+          } else if let response {
+            continuation.resume(returning: (data ?? Data(), response))
+          } else {
+            continuation.resume(throwing: URLError(.badServerResponse))
+          }
+        }
+        let cancelled = pending.withLock { pending in
+          pending.task = task
+          return pending.cancelled
+        }
+        task.resume()
+        if cancelled { task.cancel() }  // not in the cancellation handler: no lock is held here
+      }
+    } onCancel: {
+      let task = pending.withLock { pending in
+        pending.cancelled = true
+        return pending.task
+      }
+      if let task { DispatchQueue.global().async { task.cancel() } }
+    }
   }
 
   /// The ``ServiceError`` for an answer other than `2xx`, with the delay of its `Retry-After`.
