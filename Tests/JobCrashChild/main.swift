@@ -17,6 +17,9 @@
 import Foundation
 import LoadableKit
 
+/// The test process: when it is gone (a test run that was cancelled or crashed), so is this one.
+let parent = getppid()
+
 nonisolated(unsafe) var logDescriptor: Int32 = -1
 nonisolated(unsafe) var runNumber = "0"
 
@@ -78,7 +81,16 @@ do {
     }
     print("ready")
     fflush(nil)
-    while true { sleep(60) }  // the jobs work on their own tasks until the test kills this process
+    // The jobs work on their own tasks until the test kills this process, within a few hundred
+    // milliseconds. Nothing may outlive the test run: a child whose test process is gone, or
+    // that nobody killed in five minutes, ends itself.
+    var waited = 0
+    while getppid() == parent && waited < 300 {
+      sleep(1)
+      waited += 1
+    }
+    print("error: nobody killed this run")
+    exit(70)
   default:
     print("unknown mode \(arguments[1])")
     exit(64)
