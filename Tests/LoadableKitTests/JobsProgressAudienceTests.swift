@@ -21,13 +21,7 @@ struct JobsProgressAudienceTests {
   /// that comes next has 0.5 in its snapshot, and the next status change must not repeat 0.5 as a
   /// progress event. (Before the fix, only the very first listener was spared the repeat.)
   @Test func aSubscriberAfterAReaderIsNotToldTheProgressTwice() async throws {
-    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
-    let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let (job, release) = await startJobHalfDoneWithNobodyListening()
     #expect(job.fractionCompleted == 0.5)  // e.g. a log line, a JobHandle read
     let events = job.events
     job.pause()
@@ -45,13 +39,7 @@ struct JobsProgressAudienceTests {
   /// Before the fix, adding the first listener marked the progress as published, and B never heard
   /// of 0.6, not even at the next status change. The interleaving is replayed step by step.
   @Test func aConcurrentFirstListenerHidesAStepFromTheOtherSubscriber() async throws {
-    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
-    let job = Job(work)
-    job.start()
-    await arrived.wait()  // progress 0.5, never published: nobody listened
+    let (job, release) = await startJobHalfDoneWithNobodyListening()
 
     // Subscriber A, first half: `signals.noteAudience()` (in `Job.addObserver`).
     job.signals.noteAudience()
@@ -78,13 +66,7 @@ struct JobsProgressAudienceTests {
   /// The same race, for a `withObservationTracking` reader of `fractionCompleted`
   /// that read 0.5 is not told of the step to 0.6 either.
   @Test func aConcurrentFirstListenerHidesAStepFromAnObservationTracker() async throws {
-    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
-    let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let (job, release) = await startJobHalfDoneWithNobodyListening()
 
     job.signals.noteAudience()
     let changed = Recorder<String>()
@@ -99,4 +81,17 @@ struct JobsProgressAudienceTests {
     release.open()
     await job.cancel()
   }
+}
+
+/// Starts a job that reports half its work while nobody listens (so the step is not published)
+/// and then waits at its hook until `release` opens, before its pause point.
+func startJobHalfDoneWithNobodyListening() async -> (Job<ScriptedWork>, release: JobLatch) {
+  let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
+  let arrived = JobLatch()
+  let release = JobLatch()
+  JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
+  let job = Job(work)
+  job.start()
+  await arrived.wait()
+  return (job, release)
 }

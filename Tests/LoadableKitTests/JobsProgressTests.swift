@@ -127,13 +127,7 @@ struct JobsProgressTests {
   /// The first subscriber of a job nobody watched gets the progress so far in its snapshot only:
   /// the next status change does not repeat it as a progress event.
   @Test func aLateFirstSubscriberIsNotToldTheProgressTwice() async throws {
-    let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
-    let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let (job, release) = await startJobHalfDoneWithNobodyListening()
     let events = job.events
     job.pause()
     release.open()
