@@ -27,6 +27,23 @@ struct ContentLoaderPriorityTests {
     next.end()
   }
 
+  /// A key whose loadable depends on another key of the same loader, with one slot: the claim's
+  /// load is granted the slot, then waits for its dependency, whose load needs a slot too. Before
+  /// the fix the dependency waited for the slot its dependent kept, and both waited for good.
+  @Test func aLoadThatDependsOnAnotherKeyOfTheLoaderDoesNotWaitForItself() async throws {
+    let source = KeyedSource(autoResolve: true)
+    let loader = limited(source, 1)
+    let first = loader.loadable(for: 1)
+    first.addDependency(loader.loadable(for: 2))
+    let claim = loader.begin(1)
+    try await first.load()
+    #expect(first.loadStatus == .loaded)
+    #expect(loader.loadable(for: 2).loadStatus == .loaded)
+    #expect(loader.limiter?.peak == 1)
+    claim.end()
+    await eventually { loader.limiter?.takenCount == 0 }
+  }
+
   @Test func prefetchedKeysNeverStartBeforeVisibleOnes() async {
     let source = KeyedSource()
     let loader = limited(source, 1)

@@ -42,7 +42,10 @@ extension ContentLoaderState {
     // claims' interest, and another load follows it.
     let previous = entry.held
     entry.held = nil
-    if !addInterest(entry, starting: .refresh, &effects) { entry.refreshPending = true }
+    // Pending before the step: if the running load ends within it (on another thread, between
+    // the interest and the read of the key), the read finds the refresh pending and starts it.
+    entry.refreshPending = true
+    if addInterest(entry, starting: .refresh, &effects) { entry.refreshPending = false }
     if let previous {
       // The claims' interest moved on (to the same attempt, when it still runs: added, then removed).
       effects.entryEffects.append((entry, entry.removeInterest(from: previous)))

@@ -61,6 +61,19 @@ final class LoadLimiter: Sendable {
       return nil
     }
 
+    /// A task found every slot taken: it may take one granted to a place whose task has not come
+    /// yet, if that place is not more urgent. The place goes back to the queue, at its turn, and
+    /// gets the next slot that frees. Without this, a load granted a slot that first waits for
+    /// its declared dependencies — another key of this loader, whose load needs a slot — would
+    /// wait for itself.
+    mutating func lendGrantedSlot(to priority: ClaimPriority) -> Bool {
+      let candidates = granted.indices.filter { granted[$0].priority <= priority }
+      // The least urgent of them, the newest among equals.
+      guard let index = candidates.max(by: { LoadLimiter.isBefore(granted[$0], granted[$1]) }) else { return false }
+      waiting.append(granted.remove(at: index))
+      return true
+    }
+
     /// Removes the place reserved for `ticket`'s attempt, granted or waiting without a task;
     /// a granted slot goes to the next waiter.
     mutating func dropReservation(_ ticket: Ticket, attempt: UInt64?) -> Continuation? {
@@ -147,6 +160,7 @@ final class LoadLimiter: Sendable {
             state.take()
             return .run
           }
+          if state.lendGrantedSlot(to: priority) { return .run }
           state.order += 1
           state.waiting.append(
             Waiter(ticket: ticket, attempt: attempt, priority: priority, order: state.order, continuation: continuation))
