@@ -42,7 +42,8 @@ import Synchronization
 /// The loader is thread-safe without actor isolation. Its state is a value held in a `Mutex`;
 /// loads, hooks, handlers and stream continuations always run after the lock is released, and
 /// notifications are queued under the lock and delivered in that order. Beginning and ending a
-/// claim is O(1). Streams are bounded by default: a claim's ``Claim/updates`` keeps the latest
+/// claim is O(1) (with `maximumConcurrentLoads`, a claim that starts or cancels a load also
+/// walks the limiter's queue, O(waiting)). Streams are bounded by default: a claim's ``Claim/updates`` keeps the latest
 /// snapshot only, ``events`` the newest 1,000 events; both take a buffering policy.
 ///
 /// See <doc:LoadingKeyedContent> for the detailed design.
@@ -166,8 +167,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// key's ``loadable(for:)`` — goes on. A key that is loaded and not stale is not loaded again by
   /// a new claim; a key that never loaded, failed, was cancelled or was refreshed is.
   ///
-  /// - Complexity: O(1). For a key without an entry, the data source's `existingValue` hook is
-  ///   called once, outside the lock.
+  /// - Complexity: O(1); O(waiting) with a limit when it starts a load. For a key without an
+  ///   entry, the data source's `existingValue` hook is called once, outside the lock.
   ///
   /// Inlinable: a claim on a key that other claims already hold — a list's cell claiming a
   /// thumbnail another cell shows — is a counter incremented under the loader's lock, and this
