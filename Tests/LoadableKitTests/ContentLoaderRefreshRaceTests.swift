@@ -40,4 +40,55 @@ struct ContentLoaderRefreshRaceTests {
     #expect(claim.snapshot.status == .loaded)
     claim.end()
   }
+
+  /// The refresh finds a load running and joins it; before the loader reads the key, that load
+  /// ends on another thread. The refresh must still load after it. Before the fix the refresh was
+  /// marked pending only after that read, which had already seen the load end: it never loaded.
+  @Test func aLoadEndingWhileARefreshJoinsItIsFollowedByTheRefreshsLoad() async throws {
+    let source = KeyedSource()
+    let loader = makeLoader(source)
+    let claim = loader.begin(1)
+    await source.waitForStarts(1)
+    let loadable = loader.loadable(for: 1)
+    let once = Atomic<Bool>(false)
+    ContentLoaderSeams.$afterInterestAdded.withValue({
+      guard !once.exchange(true, ordering: .relaxed) else { return }
+      // The running load returns now; telling the loader of it waits for the refresh to end.
+      Thread { _ = source.resolve(1, "v1", version: 1) }.start()
+      while loadable.statusMirror.load(ordering: .acquiring) != LoadStatus.loaded.code {}
+    }) {
+      loader.refresh(1)
+    }
+    await eventually { source.stats.started == 2 }
+    #expect(source.stats.started == 2, "the refresh's own load")
+    source.resolve(1, "v2", version: 2)
+    await eventually { claim.snapshot.value == "v2" }
+    claim.end()
+  }
+
+  /// A claim starts a load; before the loader reads the key, a `cancelLoad()` on another thread
+  /// ends it, so its task never comes for the slot the claim reserved. The slot must come back.
+  /// Before the fix it was kept for good: with a limit of one, no other key loaded again.
+  @Test func aLoadCancelledBeforeTheLoaderSawItGivesItsSlotBack() async throws {
+    let source = KeyedSource()
+    let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { try await source.load($0) })
+    let loadable = loader.loadable(for: 1)
+    let once = Atomic<Bool>(false)
+    let claim = ContentLoaderSeams.$afterInterestAdded.withValue({
+      guard !once.exchange(true, ordering: .relaxed) else { return }
+      Thread { loadable.cancelLoad() }.start()
+      while loadable.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code {}
+    }) {
+      loader.begin(1)
+    }
+    await eventually { loader.limiter?.takenCount == 0 }
+    #expect(loader.limiter?.takenCount == 0)
+    let other = loader.begin(2)
+    await eventually { source.stats.startedPerKey[2] == 1 }
+    #expect(source.stats.startedPerKey[1] == nil)
+    source.resolve(2, "two", version: 1)
+    await eventually { other.snapshot.status == .loaded }
+    claim.end()
+    other.end()
+  }
 }

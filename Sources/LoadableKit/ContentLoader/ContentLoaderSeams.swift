@@ -10,4 +10,10 @@ enum ContentLoaderSeams {
   /// other tasks there, to land in the moment between the claims letting go of a load and the
   /// load's task being cancelled.
   @TaskLocal static var afterClaimEnded: (@Sendable () -> Void)?
+
+  /// Called when the loader has added the claims' interest to a key's loadable (starting a load
+  /// or joining the running one), under the loader's lock, before it reads what the loadable
+  /// shows: a test ends that load on another thread there, in a moment no schedule of tasks can
+  /// reach.
+  @TaskLocal static var afterInterestAdded: (@Sendable () -> Void)?
 }
