@@ -8,15 +8,6 @@ import Testing
 /// job reports (the fast path publishes a step only once somebody may listen).
 @Suite("Jobs: progress and its audience", .timeLimit(.minutes(1)))
 struct JobsProgressAudienceTests {
-  static func describe(_ event: JobEvent) -> String? {
-    switch event {
-    case .snapshot(let snapshot): "snapshot \(snapshot.fractionCompleted)"
-    case .progress(let fraction): "progress \(fraction)"
-    case .status(let status): "\(status)"
-    case .message: nil
-    }
-  }
-
   /// The audience was noted by a *reader* of `fractionCompleted` (not an observer): the subscriber
   /// that comes next has 0.5 in its snapshot, and the next status change must not repeat 0.5 as a
   /// progress event. (Before the fix, only the very first listener was spared the repeat.)
@@ -24,12 +15,7 @@ struct JobsProgressAudienceTests {
     let (job, release) = await startJobHalfDoneWithNobodyListening()
     #expect(job.fractionCompleted == 0.5)  // e.g. a log line, a JobHandle read
     let events = job.events
-    job.pause()
-    release.open()
-    await job.waitUntilParked()
-    await job.cancel()
-    var seen: [String] = []
-    for await event in events { if let line = Self.describe(event) { seen.append(line) } }
+    let seen = await pauseAndCancel(job, releasing: release, reading: events)
     #expect(seen == ["snapshot 0.5", "paused", "canceling", "failed"])
   }
 
@@ -38,7 +24,7 @@ struct JobsProgressAudienceTests {
   /// then A is added before the report publishes. B, whose snapshot said 0.5, must hear of 0.6.
   /// Before the fix, adding the first listener marked the progress as published, and B never heard
   /// of 0.6, not even at the next status change. The interleaving is replayed step by step.
-  @Test func aConcurrentFirstListenerHidesAStepFromTheOtherSubscriber() async throws {
+  @Test func aConcurrentFirstListenerDoesNotHideAStepFromTheOtherSubscriber() async throws {
     let (job, release) = await startJobHalfDoneWithNobodyListening()
 
     // Subscriber A, first half: `signals.noteAudience()` (in `Job.addObserver`).
@@ -53,19 +39,14 @@ struct JobsProgressAudienceTests {
     if job.withState({ $0.addObserver(idA, { _ in }) }) { job.drainObservers() }
     job.publishProgress()  // the report's publish
 
-    job.pause()
-    release.open()
-    await job.waitUntilParked()
-    await job.cancel()
-    var seen: [String] = []
-    for await event in eventsB { if let line = Self.describe(event) { seen.append(line) } }
+    let seen = await pauseAndCancel(job, releasing: release, reading: eventsB)
     #expect(seen.contains("progress 0.6"), "B was never told of the step to 0.6: \(seen)")
     #expect(job.fractionCompleted == 0.6)
   }
 
-  /// The same race, for a `withObservationTracking` reader of `fractionCompleted`
-  /// that read 0.5 is not told of the step to 0.6 either.
-  @Test func aConcurrentFirstListenerHidesAStepFromAnObservationTracker() async throws {
+  /// The same race, for a `withObservationTracking` reader of `fractionCompleted` that read 0.5:
+  /// it must be told that the progress changed to 0.6.
+  @Test func aConcurrentFirstListenerDoesNotHideAStepFromAnObservationTracker() async throws {
     let (job, release) = await startJobHalfDoneWithNobodyListening()
 
     job.signals.noteAudience()
@@ -94,4 +75,28 @@ func startJobHalfDoneWithNobodyListening() async -> (Job<ScriptedWork>, release:
   job.start()
   await arrived.wait()
   return (job, release)
+}
+
+/// An event as the progress tests compare it (messages left out).
+func describeProgressEvent(_ event: JobEvent) -> String? {
+  switch event {
+  case .snapshot(let snapshot): "snapshot \(snapshot.fractionCompleted)"
+  case .progress(let fraction): "progress \(fraction)"
+  case .status(let status): "\(status)"
+  case .message: nil
+  }
+}
+
+/// Pauses `job`, opens `release` (its hook), waits until its work is parked, cancels it, and
+/// returns what `events` told until the end, described by ``describeProgressEvent(_:)``.
+func pauseAndCancel(
+  _ job: Job<ScriptedWork>, releasing release: JobLatch, reading events: AsyncStream<JobEvent>
+) async -> [String] {
+  job.pause()
+  release.open()
+  await job.waitUntilParked()
+  await job.cancel()
+  var seen: [String] = []
+  for await event in events { if let line = describeProgressEvent(event) { seen.append(line) } }
+  return seen
 }

@@ -129,19 +129,7 @@ struct JobsProgressTests {
   @Test func aLateFirstSubscriberIsNotToldTheProgressTwice() async throws {
     let (job, release) = await startJobHalfDoneWithNobodyListening()
     let events = job.events
-    job.pause()
-    release.open()
-    await job.waitUntilParked()
-    await job.cancel()
-    var seen: [String] = []
-    for await event in events {
-      switch event {
-      case .snapshot(let snapshot): seen.append("snapshot \(snapshot.fractionCompleted)")
-      case .progress(let fraction): seen.append("progress \(fraction)")
-      case .status(let status): seen.append("\(status)")
-      case .message: break
-      }
-    }
+    let seen = await pauseAndCancel(job, releasing: release, reading: events)
     #expect(seen == ["snapshot 0.5", "paused", "canceling", "failed"])
   }
 
