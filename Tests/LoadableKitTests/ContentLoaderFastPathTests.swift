@@ -8,6 +8,18 @@ import Testing
 /// are the cases where that would be wrong: each must take the general path.
 @Suite("ContentLoader claim fast path (issue 13)", .timeLimit(.minutes(1)))
 struct ContentLoaderFastPathTests {
+  /// A loader whose key 0 is loaded and held by one claim (returned, with the source), so that the next claims on
+  /// it take the fast path.
+  private func loaderWithKeyZeroLoadedAndHeld() async -> (Loader, Loader.Claim, KeyedSource) {
+    let source = KeyedSource()
+    let loader = Loader(idleTimeout: nil, load: { try await source.load($0) })
+    let holder = loader.begin(0)
+    await source.waitForStarts(1)
+    source.resolve(0, "zero", version: 1)
+    await eventually { holder.snapshot.status == .loaded }
+    return (loader, holder, source)
+  }
+
   private func limited(_ source: KeyedSource) -> Loader {
     Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { try await source.load($0) })
   }
@@ -45,12 +57,7 @@ struct ContentLoaderFastPathTests {
   }
 
   @Test func endingAClaimWithAnUpdateStreamFinishesItWhileOthersHoldTheKey() async {
-    let source = KeyedSource()
-    let loader = Loader(idleTimeout: nil, load: { try await source.load($0) })
-    let holder = loader.begin(0)
-    await source.waitForStarts(1)
-    source.resolve(0, "zero", version: 1)
-    await eventually { holder.snapshot.status == .loaded }
+    let (loader, holder, _) = await loaderWithKeyZeroLoadedAndHeld()
     let watched = loader.begin(0)
     let updates = watched.updates(bufferingPolicy: .unbounded)
     watched.end()
@@ -62,12 +69,7 @@ struct ContentLoaderFastPathTests {
   }
 
   @Test func claimsCountedByTheFastPathKeepTheKeyClaimedUntilTheLastEnds() async {
-    let source = KeyedSource()
-    let loader = Loader(idleTimeout: nil, load: { try await source.load($0) })
-    let holder = loader.begin(0)
-    await source.waitForStarts(1)
-    source.resolve(0, "zero", version: 1)
-    await eventually { holder.snapshot.status == .loaded }
+    let (loader, holder, source) = await loaderWithKeyZeroLoadedAndHeld()
     let entry = loader.withState { $0.index[0] }!
     var claims = (0..<3).map { _ in loader.begin(0) }
     #expect(loader.withState { _ in entry.claimCount } == 4)
