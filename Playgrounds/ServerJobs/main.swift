@@ -61,7 +61,12 @@ print("    The job service will answer 2 requests, then fail 2 with 503 Service 
 _ = try manager.add(offlineMap)
 offlineMap.start()
 await waitUntil(offlineMap, reaches: 0.25)
+// The app stops following the server's job while it fetches the tiles: the service goes on with
+// it. (Followed on, the messages it saw by the quit would depend on how long the tiles took.)
+offlineMap.pause()
+await offlineMap.waitUntilParked()
 await serverMessages.caughtUp(with: offlineMap.messages.count)  // step 1's messages under step 1
+print("    offlineMap.pause(): the app stops following it for now; the job service goes on with it")
 print("    the server's job \(offlineMap.serverJobID ?? "?") is \(offlineMap.checkpoint?.lastState.rawValue ?? "?"),"
   + " a quarter done or more")
 
