@@ -46,32 +46,32 @@ extension LoadStateMachine {
 extension AsyncLoadable {
   /// ``LoadStateMachine/addInterest(starting:)`` under the loadable's lock. The caller launches
   /// the started attempt (``launch(_:)``) and delivers the event after leaving every lock.
-  final func addInterest(starting intent: LoadIntent?) -> LoadStateMachine<Content>.InterestOutcome {
+  final func addInterest(starting intent: LoadIntent?) -> LoadStateMachine.InterestOutcome {
     withState { $0.addInterest(starting: intent) }
   }
 
   /// ``LoadStateMachine/removeInterest(from:)`` under the loadable's lock; the caller performs
   /// the effects (``perform(_:)``) after leaving every lock.
-  final func removeInterest(from held: LoadStateMachine<Content>.Attempt) -> LoadStateMachine<Content>.Effects {
+  final func removeInterest(from held: LoadStateMachine.Attempt) -> LoadStateMachine.Effects {
     withState { $0.removeInterest(from: held) }
   }
 
   /// The state a keyed view needs, in one read: the snapshot, the count of successful attempts,
   /// the running attempt, and whether `previous` (an attempt seen earlier) has returned.
-  final func interestView(since previous: LoadStateMachine<Content>.Attempt?) -> (
-    snapshot: LoadSnapshot<Content>, contentVersion: UInt64, attempt: LoadStateMachine<Content>.Attempt?,
+  final func interestView(since previous: LoadStateMachine.Attempt?) -> (
+    snapshot: LoadSnapshot<Content>, contentVersion: UInt64, attempt: LoadStateMachine.Attempt?,
     previousFinished: Bool
   ) {
     state.withLock(owner: self) { state in
-      (state.snapshot, state.contentVersion, state.attempt, previous?.finished ?? false)
+      (state.snapshot(as: Content.self), state.contentVersion, state.attempt, previous?.finished ?? false)
     }
   }
 
   /// ``interestView(since:)`` without the snapshot, so without copies of user values: what a
   /// keyed view needs when nobody observes the key (no copy to release after the lock).
   /// `failedByCancellation`: the status is failed with `CancellationError`.
-  final func interestState(since previous: LoadStateMachine<Content>.Attempt?) -> (
-    status: LoadStatus, contentVersion: UInt64, attempt: LoadStateMachine<Content>.Attempt?,
+  final func interestState(since previous: LoadStateMachine.Attempt?) -> (
+    status: LoadStatus, contentVersion: UInt64, attempt: LoadStateMachine.Attempt?,
     previousFinished: Bool, failedByCancellation: Bool
   ) {
     state.withLock(owner: self) { state in
@@ -84,6 +84,6 @@ extension AsyncLoadable {
 
   /// The count of successful attempts and the content, in one read.
   final func versionedContent() -> (contentVersion: UInt64, content: Content?) {
-    state.withLock(owner: self) { ($0.contentVersion, $0.content) }
+    state.withLock(owner: self) { ($0.contentVersion, $0.content(as: Content.self)) }
   }
 }

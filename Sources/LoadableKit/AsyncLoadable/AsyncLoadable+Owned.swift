@@ -37,7 +37,7 @@ extension LoadStateMachine {
   /// The owner's word on how its attempt ended: the current attempt (launched or not) ends with
   /// `result`; without one the outcome is stored all the same, so later callers get it at once.
   /// An outcome already stored is final.
-  mutating func conclude(with result: Result<Content, any Error>, now: ContinuousClock.Instant) -> Effects {
+  mutating func conclude(with result: Result<AnyContentBox, any Error>, now: ContinuousClock.Instant) -> Effects {
     guard attempt != nil || status == .notLoaded else { return Effects() }
     // Without an attempt (nobody waited, and the job never ran) one is made to carry the outcome.
     let (attempt, started) = prepareOwnedAttempt()
@@ -55,7 +55,7 @@ extension AsyncLoadable {
   nonisolated(nonsending) final func awaitOutcome() async throws -> Content {
     let known = state.withLock(owner: self) { state -> Result<Content, any Error>? in
       switch state.status {
-      case .loaded: state.content.map { .success($0) }
+      case .loaded: state.content(as: Content.self).map { .success($0) }
       case .failed: .failure(state.error ?? CancellationError())
       case .notLoaded, .loading: nil
       }
@@ -63,7 +63,7 @@ extension AsyncLoadable {
     if let known { return try known.get() }
     let waiterID = nextUniqueID()
     let delivery = try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine<Content>.Continuation) in
+      try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine.Continuation) in
         let (answer, event) = withState {
           $0.joinOwnedAttempt((waiterID, .task(continuation)), callerCancelled: Task.isCancelled)
         }
@@ -75,7 +75,7 @@ extension AsyncLoadable {
       if let effects { perform(effects) }
       waiter?.resume(with: .failure(CancellationError()))
     }
-    guard let content = delivery.content as? Content else { throw CancellationError() }
+    guard let content = delivery.content(as: Content.self) else { throw CancellationError() }
     return content
   }
 
@@ -89,7 +89,7 @@ extension AsyncLoadable {
     let (attempt, event) = withState { $0.prepareOwnedAttempt() }
     AttemptContext.outside { deliver(event, contentChanged: false) }
     let task = TaskLaunch.start {
-      let result = await operation()
+      let result = await operation().boxed()
       self.perform(self.withState { $0.finish(attempt, with: result, now: .now) })
     }
     let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
@@ -108,6 +108,7 @@ extension AsyncLoadable {
   /// performs the effects: observers first, then the waiters resume, then what was let go of is
   /// released.
   final func conclude(with result: Result<Content, any Error>) {
+    let result = result.boxed()
     perform(withState { $0.conclude(with: result, now: .now) })
   }
 

@@ -52,7 +52,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// only then has `deinit` anything to tear down, and only then does it take the lock. Written
   /// by ``withState(_:)``, through which every path that creates that part goes.
   let hasExtras = Atomic<Bool>(false)
-  @usableFromInline let state: Mutex<LoadStateMachine<Content>>
+  @usableFromInline let state: Mutex<LoadStateMachine>
   @usableFromInline let operation: Operation
 
   /// What the default ``performLoad()`` runs. An enum rather than one async closure, so that a
@@ -77,7 +77,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   ///   this initializer and no override is a programming error and traps.
   @inlinable
   public init() {
-    state = Mutex(LoadStateMachine(status: .notLoaded, content: nil, error: nil))
+    state = Mutex(LoadStateMachine(status: .notLoaded, content: Content?.none, error: nil))
     operation = .overridden
   }
 
@@ -186,14 +186,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// The content of the last successful attempt. It stays readable during a refresh and after a
   /// failed one. Observable.
   public var content: Content? {
-    let (content, registrar) = state.withLock(owner: self) { ($0.content, $0.observationRegistrar()) }
+    let (content, registrar) = state.withLock(owner: self) { ($0.content(as: Content.self), $0.observationRegistrar()) }
     registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.content)
     return content
   }
 
   /// Status, content and error read together, in one step.
   public var snapshot: LoadSnapshot<Content> {
-    let (snapshot, registrar) = state.withLock(owner: self) { ($0.snapshot, $0.observationRegistrar()) }
+    let (snapshot, registrar) = state.withLock(owner: self) { ($0.snapshot(as: Content.self), $0.observationRegistrar()) }
     registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.loadStatus)
     registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.content)
     registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.loadError)
@@ -283,7 +283,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// - Throws: the attempt's error, `CancellationError`, or ``LoadableError/noContent`` when the
   ///   attempt succeeded but ``isContentAvailable`` is `false`.
   nonisolated(nonsending) public final func fetch() async throws -> Content {
-    try checkedContent(try await request(.fetch).content as? Content)
+    try checkedContent(try await request(.fetch).content(as: Content.self))
   }
 
   /// Returns the content at once when ``needsSync`` is `false`; otherwise loads it as
@@ -298,7 +298,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   @usableFromInline
   nonisolated(nonsending) final func fetchIfNeededSlowly() async throws -> Content {
-    try checkedContent(try await request(.fetchIfNeeded).content as? Content)
+    try checkedContent(try await request(.fetchIfNeeded).content(as: Content.self))
   }
 
   /// The content when the status is `.loaded` and there is content, in one read.
@@ -307,7 +307,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// looks up the metadata of the state, `Optional<Content>` and the `Mutex` at run time.
   @inlinable
   final func loadedContent() -> Content? {
-    state.withLock(owner: self) { $0.status == .loaded ? $0.content : nil }
+    state.withLock(owner: self) { $0.status == .loaded ? $0.content(as: Content.self) : nil }
   }
 
   func checkedContent(_ content: Content?) throws -> Content {
@@ -319,7 +319,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Performs `request` and returns the content it ended with (`nil` when there is none).
   @usableFromInline
-  nonisolated(nonsending) final func request(_ request: LoadRequest) async throws -> LoadStateMachine<Content>.Delivery {
+  nonisolated(nonsending) final func request(_ request: LoadRequest) async throws -> LoadStateMachine.Delivery {
     try await self.request(request, from: AttemptContext.current)
   }
 
@@ -327,7 +327,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// plain caller when `context` is `nil`.
   nonisolated(nonsending) final func request(
     _ request: LoadRequest, from context: AttemptContext?
-  ) async throws -> LoadStateMachine<Content>.Delivery {
+  ) async throws -> LoadStateMachine.Delivery {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     if let answer = withState({ $0.immediate(request, needsSync: needsSync) }) {
       return try answer.get()
@@ -362,9 +362,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// ``request(_:from:)``.
   nonisolated(nonsending) private final func wait(
     for request: LoadRequest, needsSync: Bool, waiterID: UInt64, from context: AttemptContext?
-  ) async throws -> LoadStateMachine<Content>.Delivery {
+  ) async throws -> LoadStateMachine.Delivery {
     try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine<Content>.Continuation) in
+      try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine.Continuation) in
         let (decision, event) = withState {
           $0.decide(
             request, needsSync: needsSync, waiter: (waiterID, .task(continuation)),
@@ -391,9 +391,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   /// The non-async requests: completion handlers and fire-and-forget syncs.
-  final func submit(_ request: LoadRequest, completion: LoadStateMachine<Content>.Completion?) {
+  final func submit(_ request: LoadRequest, completion: LoadStateMachine.Completion?) {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
-    let waiter = completion.map { (nextUniqueID(), LoadStateMachine<Content>.Waiter.completion($0)) }
+    let waiter = completion.map { (nextUniqueID(), LoadStateMachine.Waiter.completion($0)) }
     let parent = LoadInstrumentation.isActive ? AttemptContext.current : nil  // for the instruments
     let (decision, event) = withState {
       $0.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
@@ -415,7 +415,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// `parent` is the attempt that asked for it, if any (for the instruments); `priority` the
   /// task's priority (`nil`: the caller's).
   final func launch(
-    _ attempt: LoadStateMachine<Content>.Attempt, parent: AttemptContext? = nil, priority: TaskPriority? = nil
+    _ attempt: LoadStateMachine.Attempt, parent: AttemptContext? = nil, priority: TaskPriority? = nil
   ) {
     // Reports the start to the installed instruments; one atomic load when there are none.
     let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
@@ -424,7 +424,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
-      let result = await self.runAttempt(attempt, probe: probe)
+      let result = await self.runAttempt(attempt, probe: probe).boxed()
       let (facts, effects, next) = self.withState { state in
         (
           probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now),
@@ -443,7 +443,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
   /// visible to ``loadDependency(_:)``.
   final func runAttempt(
-    _ attempt: LoadStateMachine<Content>.Attempt, probe: AttemptProbe?
+    _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?
   ) async -> Result<Content, any Error> {
     let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
     // One read: the context is published (so that a wait closing a cycle through this attempt
@@ -469,7 +469,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   // MARK: - Effects
 
   @usableFromInline
-  final func withState<R>(_ body: (inout LoadStateMachine<Content>) -> R) -> R {
+  final func withState<R>(_ body: (inout LoadStateMachine) -> R) -> R {
     state.withLock(owner: self) { state in
       let result = body(&state)
       statusMirror.store(state.status.code, ordering: .releasing)
@@ -478,7 +478,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     }
   }
 
-  final func perform(_ effects: LoadStateMachine<Content>.Effects) {
+  final func perform(_ effects: LoadStateMachine.Effects) {
     if let task = effects.cancelTask {
       // Cancelling runs the task's cancellation handlers here, which may cascade to dependencies.
       Trampoline.run { task.cancel() }
@@ -491,7 +491,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     AttemptContext.outside { notifyAndResume(effects) }
   }
 
-  private final func notifyAndResume(_ effects: LoadStateMachine<Content>.Effects) {
+  private final func notifyAndResume(_ effects: LoadStateMachine.Effects) {
     deliver(effects.event, contentChanged: effects.changedContent)
     if effects.changedContent, case .success = effects.result {
       notifyContentListeners()
@@ -534,7 +534,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   func attemptDidEnd(committed: Bool) {}
 
   /// Notifies observers of a status change, outside the lock.
-  final func deliver(_ event: LoadStateMachine<Content>.StatusEvent?, contentChanged: Bool) {
+  final func deliver(_ event: LoadStateMachine.StatusEvent?, contentChanged: Bool) {
     guard event != nil || contentChanged else { return }
     // No registrar yet means nobody has read an observable property, so nobody tracks one.
     if let registrar = state.withLock(owner: self, { $0.registrar }) {

@@ -68,7 +68,7 @@ extension AsyncLoadable {
   nonisolated(nonsending) public final func loadDependency<T: Sendable>(_ dependency: AsyncLoadable<T>) async throws -> T {
     let context = attemptContext(calledOn: self)
     let request = context?.request(for: dependency) ?? .load
-    guard let content = try await dependency.request(request, from: context).content as? T else {
+    guard let content = try await dependency.request(request, from: context).content(as: T.self) else {
       throw LoadableError.noContent
     }
     return content
@@ -296,10 +296,10 @@ func currentTaskIdentity() -> UInt {
 protocol DependencyNode: Loadable {
   func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws
   func startAsIncidental(_ request: LoadRequest)
-  /// Loads with `request` and returns the content, type-erased, with its version.
-  func loadErased(_ request: LoadRequest, from context: AttemptContext?) async throws -> (content: any Sendable, version: UInt64)
-  /// Status, content and version in one read.
-  var erasedState: (status: LoadStatus, content: (any Sendable)?, error: (any Error)?, version: UInt64) { get }
+  /// Loads with `request` and returns the content, in its ``ContentBox``, with its version.
+  func loadErased(_ request: LoadRequest, from context: AttemptContext?) async throws -> (content: AnyContentBox, version: UInt64)
+  /// Status, content (in its ``ContentBox``) and version in one read.
+  var erasedState: (status: LoadStatus, content: AnyContentBox?, error: (any Error)?, version: UInt64) { get }
   /// The context of the attempt running now, once it has started running.
   var runningAttemptContext: AttemptContext? { get }
   func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64
@@ -311,14 +311,14 @@ extension AsyncLoadable: DependencyNode {
     _ = try await self.request(request, from: context)
   }
 
-  func loadErased(_ request: LoadRequest, from context: AttemptContext?) async throws -> (content: any Sendable, version: UInt64) {
+  func loadErased(_ request: LoadRequest, from context: AttemptContext?) async throws -> (content: AnyContentBox, version: UInt64) {
     let delivery = try await self.request(request, from: context)
-    guard let content = delivery.content else { throw LoadableError.noContent }
+    guard let content = delivery.contentBox else { throw LoadableError.noContent }
     return (content, delivery.version)
   }
 
-  var erasedState: (status: LoadStatus, content: (any Sendable)?, error: (any Error)?, version: UInt64) {
-    state.withLock(owner: self) { ($0.status, $0.content, $0.error, $0.contentVersion) }
+  var erasedState: (status: LoadStatus, content: AnyContentBox?, error: (any Error)?, version: UInt64) {
+    state.withLock(owner: self) { ($0.status, $0.contentBox, $0.error, $0.contentVersion) }
   }
 
   var runningAttemptContext: AttemptContext? {

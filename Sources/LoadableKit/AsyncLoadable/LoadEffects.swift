@@ -17,7 +17,7 @@ enum LoadDecision {
 /// What to do after an attempt ended, was cancelled, or lost a waiter.
 struct LoadEffects {
   var waiters: [(id: UInt64, waiter: LoadWaiter)?] = []
-  var result: Result<LoadDelivery, any Error> = .success(LoadDelivery(content: nil, version: 0))
+  var result: Result<LoadDelivery, any Error> = .success(LoadDelivery(contentBox: nil, version: 0))
   var event: LoadStatusEvent?
   var cancelTask: Task<Void, Never>?
   var changedContent = false
@@ -36,7 +36,8 @@ struct LoadReleased {
   /// The ended attempt's context: it holds the loadable, so an attempt kept after it ended (a
   /// key's last shown attempt) must not keep it.
   var context: AttemptContext?
-  var content: (any Sendable)?
+  /// A ``ContentBox``.
+  var content: AnyContentBox?
   var error: (any Error)?
 }
 

@@ -48,12 +48,21 @@ enum LoadIntent: UInt8, Sendable, CustomStringConvertible {
   }
 }
 
+/// A ``ContentBox`` whose content type is not named: how the state machine, deliveries and
+/// effects hold a content.
+@usableFromInline typealias AnyContentBox = AnyObject & Sendable
+
 /// A loadable's content, boxed: see ``LoadStateMachine/contentBox``. Immutable; a new content is
 /// a new box.
 @usableFromInline
 final class ContentBox<Content: Sendable>: Sendable {
   @usableFromInline let value: Content
   @inlinable init(_ value: Content) { self.value = value }
+
+  /// The content of `box`, which must be a `ContentBox<Content>` (not checked).
+  @inlinable static func unbox(_ box: AnyContentBox) -> Content {
+    unsafeDowncast(box, to: ContentBox<Content>.self).value
+  }
 }
 
 /// A loadable's `ObservationRegistrar`, boxed: see ``LoadStateMachine/registrarBox``.
@@ -68,7 +77,7 @@ final class RegistrarBox: Sendable {
 /// the lock is released (resume waiters, start or cancel a task, notify observers). It never runs
 /// user code and never suspends.
 @usableFromInline
-struct LoadStateMachine<Content: Sendable> {
+struct LoadStateMachine {
   typealias Continuation = LoadContinuation
   @usableFromInline typealias Delivery = LoadDelivery
   typealias Completion = LoadCompletion
@@ -80,13 +89,14 @@ struct LoadStateMachine<Content: Sendable> {
   typealias StatusEvent = LoadStatusEvent
 
   @usableFromInline var status: LoadStatus
-  /// The content, in a box of its own (a ``ContentBox``), so that no stored property's layout
-  /// depends on `Content`: the state, and the `Mutex` around it, then have a layout known at
-  /// compile time, and the library's unspecialized code takes the lock and reads or changes the
-  /// status, the attempt and the waiters without looking up the generic metadata of
-  /// `LoadStateMachine<Content>` and `Mutex<…>` at run time (issue 13: two thirds of the lookups
-  /// of a `map` node). Only code that touches the content pays for its type.
-  @usableFromInline var contentBox: AnyObject?
+  /// The content, in a box of its own (a ``ContentBox``), so that the state machine is not
+  /// generic at all: the state, and the `Mutex` around it, are concrete types whose metadata is
+  /// static, and the library's unspecialized code takes the lock and reads or changes the
+  /// status, the attempt and the waiters without asking the runtime for the metadata of
+  /// `LoadStateMachine` and `Mutex<…>` (issue 13: a third of a `map` node's lookups,
+  /// and two of the three of creating and releasing a loadable). Only code that touches the
+  /// content itself names its type (``content(as:)``).
+  @usableFromInline var contentBox: AnyContentBox?
   @usableFromInline var error: (any Error)?
   /// Counts successful attempts (and live recomputations of derived content).
   @usableFromInline var contentVersion: UInt64 = 0
@@ -126,25 +136,23 @@ struct LoadStateMachine<Content: Sendable> {
   }
 
   /// The content of the last successful attempt (or live recomputation).
-  @inlinable var content: Content? {
-    get { contentBox.map { unsafeDowncast($0, to: ContentBox<Content>.self).value } }
-    set { contentBox = newValue.map { ContentBox($0) } }
+  @inlinable func content<Content: Sendable>(as _: Content.Type) -> Content? {
+    contentBox.map(ContentBox<Content>.unbox)
   }
 
-  @inlinable init(status: LoadStatus, content: Content?, error: (any Error)?) {
+  @inlinable init<Content: Sendable>(status: LoadStatus, content: Content?, error: (any Error)?) {
     self.status = status
-    self.content = content
+    self.contentBox = content.map { ContentBox($0) }
     self.error = error
   }
 
-
   /// The error is reported only while failed: during a retry the previous attempt's error is kept
   /// (a cascade-cancelled attempt restores it) but is not the loadable's error.
-  var snapshot: LoadSnapshot<Content> {
-    LoadSnapshot(status: status, content: content, error: status == .failed ? error : nil)
+  func snapshot<Content: Sendable>(as _: Content.Type) -> LoadSnapshot<Content> {
+    LoadSnapshot(status: status, content: content(as: Content.self), error: status == .failed ? error : nil)
   }
 
-  var delivery: Delivery { Delivery(content: content, version: contentVersion) }
+  var delivery: Delivery { Delivery(contentBox: contentBox, version: contentVersion) }
 
   // MARK: - Requests
 
@@ -245,17 +253,19 @@ struct LoadStateMachine<Content: Sendable> {
 
   /// The attempt `id` returned `result`. A result for an attempt that is no longer current
   /// (it was cancelled) is dropped.
-  mutating func finish(_ finished: Attempt, with result: Result<Content, any Error>, now: ContinuousClock.Instant) -> Effects {
+  ///
+  /// `result` holds the content in its ``ContentBox``.
+  mutating func finish(_ finished: Attempt, with result: Result<AnyContentBox, any Error>, now: ContinuousClock.Instant) -> Effects {
     finished.finished = true
     guard let attempt, attempt === finished else { return Effects() }
     self.attempt = nil
     var effects = Effects(waiters: attempt.waiters)
     effects.endedAttempt = true
-    effects.released = Released(attempt: attempt, content: content, error: error)
+    effects.released = Released(attempt: attempt, content: contentBox, error: error)
     effects.released.context = attempt.context.take()
     switch result {
-    case .success(let value):
-      content = value
+    case .success(let box):
+      contentBox = box
       error = nil
       contentVersion &+= 1
       more.lastDuration = attempt.started.duration(to: now)
@@ -307,11 +317,11 @@ struct LoadStateMachine<Content: Sendable> {
     self.attempt = nil
     var effects = Effects()
     effects.cancelTask = attempt.task
-    effects.released = Released(attempt: attempt, content: content, error: error)
+    effects.released = Released(attempt: attempt, content: contentBox, error: error)
     effects.released.context = attempt.context.take()
     effects.endedAttempt = true
     effects.attemptCommitted = false
-    content = attempt.previousContent.map { $0 as! Content }
+    contentBox = attempt.previousContent
     error = attempt.previousError
     effects.event = setStatus(attempt.previousStatus)
     effects.changedContent = true
@@ -326,5 +336,12 @@ struct LoadStateMachine<Content: Sendable> {
     guard old != newStatus else { return nil }
     let start = extras?.observers.enqueueChange(newStatus) ?? false
     return StatusEvent(status: newStatus, startDelivery: start)
+  }
+}
+
+extension Result where Success: Sendable {
+  /// The result with its content in a ``ContentBox``, as the state machine stores it.
+  @inlinable func boxed() -> Result<AnyContentBox, Failure> {
+    map { ContentBox($0) }
   }
 }

@@ -6,13 +6,21 @@
 /// The content is type-erased, as is everything the engine moves around (waiters, attempts,
 /// effects): unspecialized generic code — the library's, for a content type that another module
 /// chose — would otherwise look up the metadata of each nested generic type at run time, several
-/// times per request. Only the loadable's stored content is typed.
+/// times per request. It travels in the loadable's own ``ContentBox``: no existential to build,
+/// and no dynamic cast to read it (``content(as:)``).
 @usableFromInline
 struct LoadDelivery: Sendable {
-  @usableFromInline var content: (any Sendable)?
+  /// The ``ContentBox`` of the loadable's content, or `nil`.
+  @usableFromInline var contentBox: AnyContentBox?
   /// Counts the successful attempts; derived loadables compare it to see stale sources.
   @usableFromInline var version: UInt64
+
+  /// The content, for the loadable's own `Content` (the box's type; not checked).
+  @inlinable func content<Content: Sendable>(as _: Content.Type) -> Content? {
+    contentBox.map(ContentBox<Content>.unbox)
+  }
 }
+
 typealias LoadCompletion = @Sendable ((any Error)?) -> Void
 
 /// Somebody waiting for the running attempt.
@@ -94,19 +102,20 @@ enum LoadWaiter {
   var interest = 0
   /// What the loadable looked like before this attempt, restored by a cascading cancel.
   let previousStatus: LoadStatus
-  let previousContent: (any Sendable)?
+  /// The ``ContentBox`` of the content before it.
+  let previousContent: AnyContentBox?
   let previousError: (any Error)?
   let started = ContinuousClock.now
   /// The attempt's task has returned (whether or not its result was used).
   var finished = false
 
-  init<Content>(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine<Content>) {
+  init(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine) {
     self.id = id
     self.intent = intent
     self.startedByDependent = byDependent
     self.wanted = !byDependent
     self.previousStatus = previous.status
-    self.previousContent = previous.content
+    self.previousContent = previous.contentBox
     self.previousError = previous.error
   }
 }

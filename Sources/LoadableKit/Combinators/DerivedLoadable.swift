@@ -37,9 +37,9 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
 
   /// Loads every source with the running attempt's intent and returns their contents in order.
   /// The declared-dependency step has already loaded them, so this reads the loaded values.
-  final func loadSources() async throws -> (values: [any Sendable], versions: [UInt64]) {
+  final func loadSources() async throws -> (values: [AnyContentBox], versions: [UInt64]) {
     let context = attemptContext(calledOn: self)
-    var values: [any Sendable] = []
+    var values: [AnyContentBox] = []
     var versions: [UInt64] = []
     values.reserveCapacity(sources.count)
     versions.reserveCapacity(sources.count)
@@ -56,7 +56,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     let context = attemptContext(calledOn: self)
     let request = context?.request(for: inner) ?? .load
     let delivery = try await inner.request(request, from: context)
-    guard let content = delivery.content as? T else { throw LoadableError.noContent }
+    guard let content = delivery.content(as: T.self) else { throw LoadableError.noContent }
     return (content, delivery.version)
   }
 
@@ -137,7 +137,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
       withState { state in
         switch result {
         case .success(let content):
-          state.content = content
+          state.contentBox = ContentBox(content)
           state.contentVersion = 1
           if let sourceError {
             state.error = sourceError
@@ -165,8 +165,8 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     for (source, id) in zip(sources, ids) { source.removeContentListener(id) }
   }
 
-  /// The function of the sources' contents, in source order.
-  func combine(_ values: [any Sendable]) throws -> Content {
+  /// The function of the sources' contents, in source order, each in its ``ContentBox``.
+  func combine(_ values: [AnyContentBox]) throws -> Content {
     preconditionFailure("CombinedLoadable subclasses override combine(_:)")
   }
 
@@ -191,7 +191,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
 
   /// Whether a source change can be applied now: only while loaded and idle. While an attempt
   /// runs, the change is remembered and applied when it ends.
-  private func canApplyChange(_ state: borrowing LoadStateMachine<Content>) -> Bool {
+  private func canApplyChange(_ state: borrowing LoadStateMachine) -> Bool {
     if state.attempt != nil {
       changedDuringAttempt.store(true, ordering: .releasing)
       return false
@@ -208,15 +208,15 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     let versions = states.map(\.version)
     guard versions != derivedVersions else { return }
     let result = Result { try combine(states.map { $0.content! }) }
-    let effects = withState { state -> LoadStateMachine<Content>.Effects in
+    let effects = withState { state -> LoadStateMachine.Effects in
       // The version check and the commit happen under the one lock, so of two concurrent updates
       // the older cannot land last.
       guard canApplyChange(state), advanceDerivation(to: versions) else { return .init() }
-      var effects = LoadStateMachine<Content>.Effects()
-      effects.released = .init(attempt: nil, content: state.content, error: state.error)
+      var effects = LoadStateMachine.Effects()
+      effects.released = .init(attempt: nil, content: state.contentBox, error: state.error)
       switch result {
       case .success(let content):
-        state.content = content
+        state.contentBox = ContentBox(content)
         state.contentVersion &+= 1
         effects.changedContent = true
         effects.result = .success(state.delivery)

@@ -49,7 +49,7 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
 
   override func performLoad() async throws -> Content {
     let (values, versions) = try await loadSources()
-    let (inner, finish) = try step(values[0] as! Source)
+    let (inner, finish) = try step(ContentBox<Source>.unbox(values[0]))
     let (content, innerVersion) = try await loadInner(inner)
     recordDerivation(sources: versions, inner: (inner, innerVersion))
     return finish(content)

@@ -36,8 +36,8 @@ final class MappedLoadable<Source: Sendable, Content: Sendable>: CombinedLoadabl
     startLiveView()
   }
 
-  override func combine(_ values: [any Sendable]) throws -> Content {
-    try transform(values[0] as! Source)
+  override func combine(_ values: [AnyContentBox]) throws -> Content {
+    try transform(ContentBox<Source>.unbox(values[0]))
   }
 }
 
@@ -61,7 +61,7 @@ final class AsyncMappedLoadable<Source: Sendable, Content: Sendable>: DerivedLoa
 
   override func performLoad() async throws -> Content {
     let (values, versions) = try await loadSources()
-    let content = try await transform(values[0] as! Source)
+    let content = try await transform(ContentBox<Source>.unbox(values[0]))
     recordDerivation(sources: versions)
     return content
   }

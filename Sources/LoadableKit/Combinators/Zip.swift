@@ -34,11 +34,11 @@ final class ZipLoadable<each T: Sendable>: CombinedLoadable<(repeat each T)>, @u
     startLiveView()
   }
 
-  override func combine(_ values: [any Sendable]) throws -> (repeat each T) {
+  override func combine(_ values: [AnyContentBox]) throws -> (repeat each T) {
     var index = 0
-    func next<U>(_: U.Type) -> U {
+    func next<U: Sendable>(_: U.Type) -> U {
       defer { index += 1 }
-      return values[index] as! U
+      return ContentBox<U>.unbox(values[index])
     }
     return (repeat next((each T).self))
   }
@@ -50,8 +50,8 @@ final class ArrayZipLoadable<T: Sendable>: CombinedLoadable<[T]>, @unchecked Sen
     startLiveView()
   }
 
-  override func combine(_ values: [any Sendable]) throws -> [T] {
-    values.map { $0 as! T }
+  override func combine(_ values: [AnyContentBox]) throws -> [T] {
+    values.map(ContentBox<T>.unbox)
   }
 }
 

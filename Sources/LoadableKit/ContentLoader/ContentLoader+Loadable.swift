@@ -40,7 +40,7 @@ extension ContentLoader {
     var status: LoadStatus
     var contentVersion: UInt64
     /// The attempt running then; kept to tell, when it is gone, whether it returned.
-    var attempt: LoadStateMachine<Value>.Attempt?
+    var attempt: LoadStateMachine.Attempt?
   }
 
   struct GraceTimer: Sendable {
@@ -123,7 +123,7 @@ extension ContentLoader {
     /// The observers of the claims that have some, by claim.
     @usableFromInline var sinks: [UInt64: [ClaimSink]] = [:]
     /// The attempt in which the claims hold interest.
-    var held: LoadStateMachine<Value>.Attempt?
+    var held: LoadStateMachine.Attempt?
     var graceTimer: GraceTimer?
     var shown: Shown?
     /// Refreshed since the value was loaded: the next first claim loads again.

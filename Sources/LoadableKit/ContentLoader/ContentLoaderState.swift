@@ -16,7 +16,7 @@ import Synchronization
 struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Comparable & Sendable> {
   @usableFromInline typealias Loader = ContentLoader<Key, Value, Version>
   @usableFromInline typealias Entry = Loader.KeyedLoadable
-  typealias Attempt = LoadStateMachine<Value>.Attempt
+  typealias Attempt = LoadStateMachine.Attempt
   typealias Snapshot = Loader.Snapshot
   typealias Event = Loader.Event
 
@@ -49,8 +49,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   struct Effects {
     final class Storage {
       var cancelTasks: [Task<Void, Never>] = []
-      var entryEffects: [(Entry, LoadStateMachine<Value>.Effects)] = []
-      var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] = []
+      var entryEffects: [(Entry, LoadStateMachine.Effects)] = []
+      var launches: [(Entry, Attempt, LoadStateMachine.StatusEvent?)] = []
       var startTimers: [(Entry, UInt64)] = []
       var reprioritized: [(Entry, ClaimPriority, Bool)] = []
       var grantedSlots: [LoadLimiter.Continuation] = []
@@ -81,12 +81,12 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       _modify { yield &more.cancelTasks }
     }
     /// Effects of an entry's state machine (a cancelled attempt, a restored state).
-    var entryEffects: [(Entry, LoadStateMachine<Value>.Effects)] {
+    var entryEffects: [(Entry, LoadStateMachine.Effects)] {
       get { storage?.entryEffects ?? [] }
       _modify { yield &more.entryEffects }
     }
     /// Attempts started for claims: launched, and their status change delivered.
-    var launches: [(Entry, Attempt, LoadStateMachine<Value>.StatusEvent?)] {
+    var launches: [(Entry, Attempt, LoadStateMachine.StatusEvent?)] {
       get { storage?.launches ?? [] }
       _modify { yield &more.launches }
     }
