@@ -126,6 +126,13 @@ case "claim":
   while holder.snapshot.status != .loaded { await Task.yield() }
   for _ in 0..<count { loader.begin(0).end() }
   holder.end()
+case "snapshot":
+  // A claim's snapshot read on a loaded key: what a list's cell does on every draw.
+  let loader = ContentLoader<Int, Int, Int>(load: { key in (key, 1) })
+  let claim = loader.begin(0)
+  try await loader.loadable(for: 0).load()
+  for _ in 0..<count { consume(claim.snapshot) }
+  claim.end()
 case "keys":
   // `count` keys claimed in a ContentLoader, waited for until loaded, then released
   // (Benchmarks' ContentLoaderKeys.swift).

@@ -58,6 +58,7 @@ extension AsyncLoadable {
 
   /// The state a keyed view needs, in one read: the snapshot, the count of successful attempts,
   /// the running attempt, and whether `previous` (an attempt seen earlier) has returned.
+  @inlinable
   final func interestView(since previous: LoadStateMachine.Attempt?) -> (
     snapshot: LoadSnapshot<Content>, contentVersion: UInt64, attempt: LoadStateMachine.Attempt?,
     previousFinished: Bool

@@ -6,4 +6,10 @@ public struct LoadSnapshot<Content: Sendable>: Sendable {
   public var content: Content?
   /// The error at the moment of the read; non-`nil` exactly when `status == .failed`.
   public var error: (any Error)?
+
+  @usableFromInline init(status: LoadStatus, content: Content?, error: (any Error)?) {
+    self.status = status
+    self.content = content
+    self.error = error
+  }
 }

@@ -148,7 +148,7 @@ struct LoadStateMachine {
 
   /// The error is reported only while failed: during a retry the previous attempt's error is kept
   /// (a cascade-cancelled attempt restores it) but is not the loadable's error.
-  func snapshot<Content: Sendable>(as _: Content.Type) -> LoadSnapshot<Content> {
+  @inlinable func snapshot<Content: Sendable>(as _: Content.Type) -> LoadSnapshot<Content> {
     LoadSnapshot(status: status, content: content(as: Content.self), error: status == .failed ? error : nil)
   }
 

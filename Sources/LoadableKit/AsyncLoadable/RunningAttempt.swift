@@ -107,7 +107,7 @@ enum LoadWaiter {
   let previousError: (any Error)?
   let started = ContinuousClock.now
   /// The attempt's task has returned (whether or not its result was used).
-  var finished = false
+  @usableFromInline var finished = false
 
   init(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine) {
     self.id = id

@@ -74,6 +74,10 @@ extension ContentLoader {
 
     /// The key's current snapshot. After the claim has ended: the key's current snapshot if the
     /// loader still holds it, otherwise a ``LoadStatus/notLoaded`` one.
+    ///
+    /// Inlinable, so that reading it — what a cell does on every draw — is specialized for the
+    /// caller's types.
+    @inlinable
     public var snapshot: Snapshot {
       // The loadable's snapshot holds copies of user values: released here, after the lock.
       let read = loader.withState { state in

@@ -49,14 +49,15 @@ extension ContentLoader {
   }
 
   /// The prior value and the version of each content of a key, under the entry's own small lock.
+  @usableFromInline
   struct Versions {
-    var prior: (value: Value, version: Version)?
+    @usableFromInline var prior: (value: Value, version: Version)?
     var priorCost = 0
     /// The version of the content that the loadable's `contentVersion` counter names: the
     /// current content, and the one the attempt running may produce.
-    var slots: [(counter: UInt64, version: Version, loadedAt: Duration, cost: Int)] = []
+    @usableFromInline var slots: [(counter: UInt64, version: Version, loadedAt: Duration, cost: Int)] = []
 
-    func version(at counter: UInt64) -> Version? {
+    @inlinable func version(at counter: UInt64) -> Version? {
       for slot in slots where slot.counter == counter { return slot.version }
       return counter == 0 ? prior?.version : nil
     }
@@ -106,10 +107,10 @@ extension ContentLoader {
   /// loader's bookkeeping, touched only under the loader's lock.
   @usableFromInline
   final class KeyedLoadable: AsyncLoadable<Value>, @unchecked Sendable {
-    let key: Key
+    @usableFromInline let key: Key
     let loadValue: @Sendable (Key) async throws -> (value: Value, version: Version)
     weak var loader: ContentLoader?
-    let versions: Mutex<Versions>
+    @usableFromInline let versions: Mutex<Versions>
     /// The loader's timeline, when values go stale by age.
     let clock: Timeline?
     let costOf: (@Sendable (Value) -> Int)?

@@ -283,6 +283,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   // MARK: - Reading and refreshing
 
   /// The key's current snapshot, or `nil` when the loader holds no entry for it.
+  @inlinable
   public func snapshot(for key: Key) -> Snapshot? {
     // The loadable's snapshot holds copies of user values: released here, after the lock.
     withState { $0.snapshot(for: key) }?.0
@@ -374,6 +375,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   // MARK: - Effects
 
   /// Runs `body` on the state under the lock (made visible to ThreadSanitizer).
+  @inlinable
   func withState<Result>(_ body: (inout sending State) -> sending Result) -> sending Result {
     state.withLock(owner: self, body)
   }

@@ -17,7 +17,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   @usableFromInline typealias Loader = ContentLoader<Key, Value, Version>
   @usableFromInline typealias Entry = Loader.KeyedLoadable
   typealias Attempt = LoadStateMachine.Attempt
-  typealias Snapshot = Loader.Snapshot
+  @usableFromInline typealias Snapshot = Loader.Snapshot
   typealias Event = Loader.Event
 
   /// A loadable handed out by ``ContentLoader/loadable(for:)``, held weakly: it lives exactly as
