@@ -420,8 +420,11 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     // Reports the start to the installed instruments; one atomic load when there are none.
     let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
     let task = TaskLaunch.start(priority: priority) {
-      await withUnsafeContinuation { continuation in
-        if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
+      // The gate is almost always free: taken without a continuation then.
+      if !self.withState({ $0.tryEnterGate() }) {
+        await withUnsafeContinuation { continuation in
+          if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
+        }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
       let result = await self.runAttempt(attempt, probe: probe).boxed()

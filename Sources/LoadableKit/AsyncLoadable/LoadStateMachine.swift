@@ -220,6 +220,13 @@ struct LoadStateMachine {
     return nil
   }
 
+  /// Takes the gate if it is free. Returns whether it did.
+  mutating func tryEnterGate() -> Bool {
+    if gateBusy { return false }
+    gateBusy = true
+    return true
+  }
+
   /// Takes the gate, or queues `continuation` for it. Returns `true` when taken at once.
   mutating func enterGate(_ continuation: UnsafeContinuation<Void, Never>) -> Bool {
     if gateBusy {
