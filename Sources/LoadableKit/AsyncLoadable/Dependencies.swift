@@ -257,6 +257,9 @@ final class AttemptContext: Sendable {
     case 0: return
     case 1: try await load(dependencies[0])
     default:
+      // Loadables are awaited from this task, one waiter on each (no child task per dependency).
+      let nodes = dependencies.compactMap { $0 as? any DependencyNode }
+      if nodes.count == dependencies.count { return try await DependencyGroup.loadAll(nodes, in: self) }
       try await withThrowingTaskGroup(of: Void.self) { group in
         for dependency in dependencies {
           group.addTask { try await self.load(dependency) }
@@ -302,6 +305,11 @@ protocol DependencyNode: Loadable {
   var erasedState: (status: LoadStatus, content: AnyContentBox?, error: (any Error)?, version: UInt64) { get }
   /// The context of the attempt running now, once it has started running.
   var runningAttemptContext: AttemptContext? { get }
+  func joinAsDependent(
+    _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64,
+    completion: @escaping @Sendable ((any Error)?) -> Void)
+  func leaveAsDependent(waiterID: UInt64)
+  func escalateRunningAttempt(to priority: TaskPriority)
   func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64
   func removeContentListener(_ id: UInt64)
 }

@@ -1,0 +1,123 @@
+@testable import LoadableKit
+import LoadableKitTesting
+import Testing
+
+/// An attempt with several required dependencies awaits them from its own task, one waiter on
+/// each (`DependencyGroup`), with a task group's rules: concurrent loads, the first failure fails
+/// the attempt and withdraws the other waits, a cancel withdraws them all.
+@Suite("Dependencies: several required at once", .timeLimit(.minutes(1)))
+struct DependencyGroupTests {
+  /// A loadable with `dependencies` as its required dependencies.
+  func dependent(on dependencies: [AsyncLoadable<String>]) -> AsyncLoadable<String> {
+    let map = AsyncLoadable { "map" }
+    for dependency in dependencies { map.addDependency(dependency) }
+    return map
+  }
+
+  @Test func theDependenciesLoadTogetherAndTheAttemptWaitsForAll() async throws {
+    let loads = (0..<3).map { _ in ControlledLoad<String>() }
+    let layers = loads.map { $0.makeLoadable() }
+    let map = dependent(on: layers)
+    let load = Task { try await map.load() }
+    for control in loads { await control.waitForStart() }
+    loads[2].resolve("c")
+    loads[0].resolve("a")
+    await eventually { layers[0].loadStatus == .loaded && layers[2].loadStatus == .loaded }
+    #expect(map.loadStatus == .loading, "one dependency is still loading")
+    loads[1].resolve("b")
+    try await load.value
+    #expect(map.loadStatus == .loaded)
+    #expect(layers.allSatisfy { $0.waiterCount == 0 })
+  }
+
+  @Test func theFirstFailureFailsTheAttemptAndPutsBackWhatOnlyItWanted() async throws {
+    let loads = (0..<3).map { _ in ControlledLoad<String>() }
+    let layers = loads.map { $0.makeLoadable() }
+    let map = dependent(on: layers)
+    let load = Task { try await map.load() }
+    for control in loads { await control.waitForStart() }
+    loads[1].fail(Boom(code: 7))
+    await #expect(throws: Boom(code: 7)) { try await load.value }
+    // Withdrawn before the attempt failed, as a task group's cancelled children have returned
+    // before it throws: the others are back as they were the moment the caller hears.
+    #expect(layers[0].loadStatus == .notLoaded)
+    #expect(layers[2].loadStatus == .notLoaded)
+    #expect(layers[0].loadError == nil && layers[2].loadError == nil)
+    #expect(layers[1].loadStatus == .failed)
+    await eventually { loads[0].cancelledCount == 1 && loads[2].cancelledCount == 1 }
+    #expect(map.loadError as? Boom == Boom(code: 7))
+  }
+
+  @Test func aFailureLeavesLoadingWhatAnotherCallerWaitsFor() async throws {
+    let loads = (0..<2).map { _ in ControlledLoad<String>() }
+    let layers = loads.map { $0.makeLoadable() }
+    let map = dependent(on: layers)
+    let load = Task { try await map.load() }
+    for control in loads { await control.waitForStart() }
+    let other = Task { try await layers[1].fetch() }
+    await eventually { layers[1].waiterCount == 2 }
+    loads[0].fail(Boom(code: 1))
+    await #expect(throws: Boom(code: 1)) { try await load.value }
+    #expect(layers[1].loadStatus == .loading)
+    #expect(layers[1].waiterCount == 1, "the map's wait is withdrawn, the other caller's is not")
+    loads[1].resolve("b")
+    #expect(try await other.value == "b")
+    #expect(loads[1].cancelledCount == 0)
+  }
+
+  @Test func cancellingTheAttemptWithdrawsEveryWait() async throws {
+    let loads = (0..<3).map { _ in ControlledLoad<String>() }
+    let layers = loads.map { $0.makeLoadable() }
+    let map = dependent(on: layers)
+    let load = Task { try await map.load() }
+    for control in loads { await control.waitForStart() }
+    loads[0].resolve("a")
+    await eventually { layers[0].loadStatus == .loaded }
+    map.cancelLoad()
+    await #expect(throws: CancellationError.self) { try await load.value }
+    await eventually { loads[1].cancelledCount == 1 && loads[2].cancelledCount == 1 }
+    await eventually { layers[1].loadStatus == .notLoaded && layers[2].loadStatus == .notLoaded }
+    #expect(layers[0].loadStatus == .loaded, "what already loaded stays loaded")
+    #expect(layers.allSatisfy { $0.waiterCount == 0 })
+  }
+
+  @Test func aCycleThroughOneOfTheDependenciesIsReported() async throws {
+    let map = AsyncLoadable { "map" }
+    let layer = map.map { "layer over \($0)" }
+    map.addDependency(AsyncLoadable { "basemap" })
+    map.addDependency(layer)
+    await #expect(throws: LoadableError.dependencyCycle) { try await map.load() }
+    #expect(map.loadStatus == .failed)
+  }
+
+  @Test func aZipWithdrawsItsWaitsUnderEverySchedule() {
+    explore { executor, generator in
+      let probes = (0..<3).map { index in
+        ProbeLoad(yields: Int.random(in: 0...3, using: &generator), failFirst: index == 1 && Bool.random(using: &generator))
+      }
+      let inputs = probes.map { probe in AsyncLoadable { try await probe.run() } }
+      let zipped = zip(inputs)
+      let calls = Calls(expected: 4)
+      for call in 0..<2 {
+        let retry = Bool.random(using: &generator)
+        executor.spawn { await calls.record(call) { retry ? try await zipped.retryLoad() : try await zipped.load() } }
+      }
+      let direct = Int.random(in: 0...2, using: &generator)
+      executor.spawn { await calls.record(2) { try await inputs[direct].load() } }
+      let delay = Int.random(in: 0...8, using: &generator)
+      executor.spawn {
+        await yields(delay)
+        zipped.cancelLoad()
+        calls.record(3, "ok")
+      }
+      return {
+        var problems = calls.violations
+        for (probe, input) in zip(probes, inputs) { problems += probe.violations(input) }
+        if zipped.loadStatus == .loading { problems.append("the zip is still loading") }
+        if zipped.waiterCount != 0 { problems.append("waiters left on the zip") }
+        if zipped.loadStatus == .loaded, zipped.content?.count != 3 { problems.append("a partial zip") }
+        return problems
+      }
+    }
+  }
+}
