@@ -536,6 +536,11 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// arrived while the attempt ran.
   func attemptDidEnd(committed: Bool) {}
 
+  /// Called after observers were told of a status change, outside every lock, by whoever made
+  /// the change (so possibly on two threads at once): a keyed loadable tells its loader, which
+  /// reads the current state each time.
+  func statusDidChange() {}
+
   /// Notifies observers of a status change, outside the lock.
   final func deliver(_ event: LoadStateMachine.StatusEvent?, contentChanged: Bool) {
     guard event != nil || contentChanged else { return }
@@ -549,6 +554,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       if event != nil { registrar.withMutation(of: subject, keyPath: ObservedProperties.loadError) {} }
     }
     if event?.startDelivery == true { drainObservers() }
+    if event != nil { statusDidChange() }
   }
 
   final func drainObservers() {

@@ -165,12 +165,11 @@ extension ContentLoader {
     }
 
     /// Tells the loader of every status change, whoever causes it.
-    func observeForLoader(_ loader: ContentLoader) {
-      _ = addObserver(
-        { [weak loader, weak self] _ in
-          guard let loader, let self else { return }
-          loader.changed(self)
-        }, onEnd: nil)
+    /// The loader keeps its claims, event streams and idle list in line with the key's status.
+    /// A hook rather than an observer: no observer registry to allocate for every key, and no
+    /// queued delivery for a loader that reads the current state anyway.
+    override func statusDidChange() {
+      loader?.changed(self)
     }
 
     /// The priority of the key's load: the highest among its claims, ``ClaimPriority/visible``

@@ -276,7 +276,6 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     let entry = KeyedLoadable(
       loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline,
       cost: cost)
-    entry.observeForLoader(self)
     return entry
   }
 
