@@ -184,8 +184,11 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   @inlinable
   public func begin(_ key: Key, priority: ClaimPriority) -> Claim {
     let claim = Claim(loader: self, key: key, id: nextUniqueID(), priority: priority)
-    if state.withLock(owner: self, { $0.beginOnClaimedEntry(claim) }) { return claim }
-    return begin(claim, sink: nil)
+    switch state.withLock(owner: self, { $0.beginFast(claim) }) {
+    case .begun: return claim
+    case .general: return begin(claim, sink: nil)
+    case .noEntry: return begin(claim, sink: nil, fresh: makeEntry(key))
+    }
   }
 
   /// Claims `key` with a priority and a handler, like ``begin(_:onUpdate:)``.
@@ -214,11 +217,12 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   }
 
   /// Registers `claim` (made by the caller), with its observer if any: the general path.
+  /// `fresh`: an entry made for the key beforehand, when the loader held nothing for it.
   @usableFromInline
-  func begin(_ claim: Claim, sink: Sink?) -> Claim {
+  func begin(_ claim: Claim, sink: Sink?, fresh: KeyedLoadable? = nil) -> Claim {
     let key = claim.key
     let expiredBefore = expiryThreshold()
-    var fresh: KeyedLoadable?
+    var fresh = fresh
     while true {
       let (begun, effects) = withState { state -> (Bool, State.Effects) in
         var effects = State.Effects()
@@ -272,6 +276,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   }
 
   /// A new entry for `key`, made outside the lock: the `existingValue` hook is user code.
+  @usableFromInline
   func makeEntry(_ key: Key) -> KeyedLoadable {
     let entry = KeyedLoadable(
       loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline,

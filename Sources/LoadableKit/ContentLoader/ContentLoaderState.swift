@@ -26,6 +26,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// A class, not a struct: Swift 6.3.1 miscompiles reading a struct's `weak` field through an
   /// optional dictionary lookup (`handedOut[key]?.entry` on a missing key read uninitialised
   /// memory and crashed in release builds).
+  @usableFromInline
   final class HandedOut {
     weak var entry: Entry?
     let id: ObjectIdentifier
@@ -133,7 +134,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   var totalCost = 0
 
   @usableFromInline var index: [Key: Entry] = [:]
-  var handedOut: [Key: HandedOut] = [:]
+  @usableFromInline var handedOut: [Key: HandedOut] = [:]
   var idle = IdleList()
   var idleEmpty = IdleList()
   var sweeperRunning = false
@@ -219,21 +220,25 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
   /// `begin(key)` on a key that other claims already hold, when nothing but the counts changes:
   /// the entry is claimed, so it is not idle and its claims' interest is in place, and the new
-  /// claim does not raise the key's priority. Returns `false`, having changed nothing, when the
-  /// general ``begin(_:sink:fresh:expiredBefore:_:)`` is needed.
+  /// claim does not raise the key's priority. Then the claim is counted (``FastBegin/begun``).
+  /// Otherwise nothing is changed, and the answer says whether the loader holds anything for the
+  /// key: when it holds nothing (``FastBegin/noEntry``), the caller makes the entry before the
+  /// general ``begin(_:sink:fresh:expiredBefore:_:)``, which would otherwise take the lock once
+  /// only to find that out.
   ///
   /// Inlinable, so that it runs specialized for the caller's types: no `Effects`, no allocation
   /// and no generic metadata looked up at run time. It must stay what ``begin(_:sink:fresh:expiredBefore:_:)``
   /// does in this case (``settle(_:now:_:)`` has nothing to do for an entry that stays claimed).
   @inlinable
-  mutating func beginOnClaimedEntry(_ claim: Loader.Claim) -> Bool {
-    guard let entry = index[claim.key], entry.claimCount > 0, claim.rank <= entry.claimsAt.highestOrVisible else {
-      return false
+  mutating func beginFast(_ claim: Loader.Claim) -> FastBegin {
+    guard let entry = index[claim.key] else {
+      return handedOut.isEmpty || handedOut[claim.key] == nil ? .noEntry : .general
     }
+    guard entry.claimCount > 0, claim.rank <= entry.claimsAt.highestOrVisible else { return .general }
     claim.entry = entry
     entry.claimCount += 1
     entry.claimsAt[claim.rank] += 1
-    return true
+    return .begun
   }
 
   /// `Claim.end()` of a claim whose key other claims still hold, when nothing but the counts
@@ -406,4 +411,15 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     eventSinks.removeAll()
     return effects
   }
+}
+
+/// What ``ContentLoaderState/beginFast(_:)`` found.
+@usableFromInline
+enum FastBegin {
+  /// The claim is counted: nothing else to do.
+  case begun
+  /// The general path is needed.
+  case general
+  /// The loader holds nothing for the key: the general path needs a new entry.
+  case noEntry
 }
