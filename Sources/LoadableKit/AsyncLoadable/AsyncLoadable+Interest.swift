@@ -37,7 +37,7 @@ extension LoadStateMachine {
     guard held.interest > 0 else { return Effects() }
     held.interest -= 1
     guard let attempt, attempt === held, attempt.startedByDependent, !attempt.wanted,
-      attempt.slots.isEmpty, attempt.interest == 0
+      attempt.waitingCount == 0, attempt.interest == 0
     else { return Effects() }
     return cancelAndRestore(attempt)
   }

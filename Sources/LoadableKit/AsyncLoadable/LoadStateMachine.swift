@@ -312,7 +312,7 @@ struct LoadStateMachine {
   /// waiter, without building ``Effects``.
   mutating func removeWaiter(_ waiterID: UInt64) -> (waiter: Waiter?, effects: Effects?) {
     guard let attempt, let removed = attempt.remove(waiterID) else { return (nil, nil) }
-    guard attempt.startedByDependent && !attempt.wanted && attempt.slots.isEmpty && attempt.interest == 0 else {
+    guard attempt.startedByDependent && !attempt.wanted && attempt.waitingCount == 0 && attempt.interest == 0 else {
       return (removed.waiter, nil)
     }
     return (removed.waiter, cancelAndRestore(attempt))

@@ -49,41 +49,55 @@ enum LoadWaiter {
   /// Waiters in registration order (resumed in that order). A waiter whose caller was
   /// cancelled leaves a `nil` behind, so leaving costs O(1) however many others wait.
   var waiters: [(id: UInt64, waiter: LoadWaiter)?] = []
-  /// Where each waiter still waiting sits in `waiters`.
-  var slots: [UInt64: Int] = [:]
+  /// Where each waiter still waiting sits in `waiters`, once `waiters` holds more than
+  /// ``scanLimit`` slots. Below that a waiter is found by scanning the few slots, and no
+  /// dictionary is built: most attempts have one or two waiters.
+  private var slots: [UInt64: Int] = [:]
+  static let scanLimit = 8
+  /// How many waiters are still waiting.
+  private(set) var waitingCount = 0
 
   /// How many waiters ever joined, those that left included (for instruments).
   var joinedCount = 0
 
   func add(_ waiter: (id: UInt64, waiter: LoadWaiter)) {
     joinedCount += 1
-    slots[waiter.id] = waiters.count
+    if waiters.count >= Self.scanLimit {
+      if waiters.count == Self.scanLimit { indexSlots() }
+      slots[waiter.id] = waiters.count
+    }
     waiters.append(waiter)
+    waitingCount += 1
   }
 
   /// Removes a waiter that left. Its slot is freed at once; once most slots are empty the list
   /// is compacted, so a long run of callers that join and leave costs memory for those still
   /// waiting only (amortized O(1) a waiter).
   func remove(_ id: UInt64) -> (id: UInt64, waiter: LoadWaiter)? {
-    guard let slot = slots.removeValue(forKey: id) else { return nil }
+    let found = waiters.count > Self.scanLimit ? slots.removeValue(forKey: id) : waiters.firstIndex { $0?.id == id }
+    guard let slot = found else { return nil }
     let removed = waiters[slot]
     waiters[slot] = nil
-    if waiters.count >= 32 && slots.count * 4 < waiters.count { compact() }
+    waitingCount -= 1
+    if waiters.count >= 32 && waitingCount * 4 < waiters.count { compact() }
     return removed
+  }
+
+  /// Indexes the slots of the waiters still waiting (`waiters` is growing past ``scanLimit``).
+  private func indexSlots() {
+    for (slot, entry) in waiters.enumerated() {
+      if let entry { slots[entry.id] = slot }
+    }
   }
 
   /// Drops the empty slots, keeping the order of those still waiting.
   private func compact() {
     var kept: [(id: UInt64, waiter: LoadWaiter)?] = []
-    kept.reserveCapacity(slots.count * 2)
-    var positions: [UInt64: Int] = [:]
-    positions.reserveCapacity(slots.count * 2)
-    for case let entry? in waiters {
-      positions[entry.id] = kept.count
-      kept.append(entry)
-    }
+    kept.reserveCapacity(waitingCount * 2)
+    for case let entry? in waiters { kept.append(entry) }
     waiters = kept
-    slots = positions
+    slots = [:]
+    if waiters.count > Self.scanLimit { indexSlots() }
   }
   /// How many waiter slots are stored, including those of waiters that left.
   var storedWaiterCount: Int { waiters.count }
