@@ -158,11 +158,64 @@ final class AttemptContext: Sendable {
   /// happens to reuse the attempt's task's address later, is not part of it.
   let hasEnded = Atomic<Bool>(false)
 
+  /// Most attempts have one dependency (a `map`'s source): the first one claimed and the first
+  /// wait are stored inline, and a set or a dictionary is built only for a second one.
   private struct State {
-    /// Dependencies that already received this attempt's intent.
-    var claimed: Set<ObjectIdentifier> = []
-    /// What the attempt waits for now, with how many waits of each are in progress.
-    var waits: [ObjectIdentifier: (node: any DependencyNode, count: Int)] = [:]
+    /// Dependencies that already received this attempt's intent: the first, then the others.
+    var firstClaimed: ObjectIdentifier?
+    var moreClaimed: Set<ObjectIdentifier> = []
+    /// What the attempt waits for now, with how many waits of each are in progress: the first
+    /// dependency waited for while it is waited for, then the others.
+    var firstWait: (id: ObjectIdentifier, node: any DependencyNode, count: Int)?
+    var moreWaits: [ObjectIdentifier: (node: any DependencyNode, count: Int)] = [:]
+
+    /// Records that `id` received the intent; `false` when it already had.
+    mutating func claim(_ id: ObjectIdentifier) -> Bool {
+      guard let first = firstClaimed else {
+        firstClaimed = id
+        return true
+      }
+      return first != id && moreClaimed.insert(id).inserted
+    }
+
+    mutating func addWait(_ node: any DependencyNode, _ id: ObjectIdentifier) {
+      if let first = firstWait, first.id == id {
+        firstWait!.count += 1
+      } else if firstWait == nil && moreWaits[id] == nil {
+        firstWait = (id, node, 1)
+      } else if let existing = moreWaits[id] {
+        moreWaits[id] = (existing.node, existing.count + 1)
+      } else {
+        moreWaits[id] = (node, 1)
+      }
+    }
+
+    /// Ends one wait for `id`; returns the node when it was the last one (to release after the
+    /// lock: it may be the last reference to a loadable).
+    mutating func removeWait(_ id: ObjectIdentifier) -> (any DependencyNode)? {
+      if let first = firstWait, first.id == id {
+        if first.count > 1 {
+          firstWait!.count -= 1
+          return nil
+        }
+        firstWait = nil
+        return first.node
+      }
+      guard let existing = moreWaits[id] else { return nil }
+      if existing.count > 1 {
+        moreWaits[id] = (existing.node, existing.count - 1)
+        return nil
+      }
+      return moreWaits.removeValue(forKey: id)?.node
+    }
+
+    var waitTargets: [any DependencyNode] {
+      var targets: [any DependencyNode] = []
+      targets.reserveCapacity(moreWaits.count + 1)
+      if let firstWait { targets.append(firstWait.node) }
+      targets.append(contentsOf: moreWaits.values.lazy.map(\.node))
+      return targets
+    }
   }
   private let state = Mutex(State())
 
@@ -177,7 +230,7 @@ final class AttemptContext: Sendable {
 
   /// The request for `dependency`: the attempt's intent the first time, a plain load after that.
   func request(for dependency: AnyObject) -> LoadRequest {
-    let first = state.withLock(owner: self) { $0.claimed.insert(ObjectIdentifier(dependency)).inserted }
+    let first = state.withLock(owner: self) { $0.claim(ObjectIdentifier(dependency)) }
     return first ? intent.dependencyRequest : .load
   }
 
@@ -188,14 +241,7 @@ final class AttemptContext: Sendable {
   /// - Throws: ``LoadableError/dependencyCycle`` when `target` is, directly or through other
   ///   attempts, waiting for this attempt's loadable.
   func beginWait(on target: any DependencyNode) throws {
-    let key = ObjectIdentifier(target)
-    state.withLock(owner: self) { state in
-      if let existing = state.waits[key] {
-        state.waits[key] = (existing.node, existing.count + 1)
-      } else {
-        state.waits[key] = (target, 1)
-      }
-    }
+    state.withLock(owner: self) { $0.addWait(target, ObjectIdentifier(target)) }
     if reaches(owner, from: target) {
       endWait(on: target)
       throw LoadableError(
@@ -206,29 +252,26 @@ final class AttemptContext: Sendable {
 
   /// The wait for `target` returned.
   func endWait(on target: any DependencyNode) {
-    let key = ObjectIdentifier(target)
     // The node is released after the lock: it may be the last reference to a loadable.
-    let removed: (any DependencyNode)? = state.withLock(owner: self) { state in
-      guard let existing = state.waits[key] else { return nil }
-      if existing.count > 1 {
-        state.waits[key] = (existing.node, existing.count - 1)
-        return nil
-      }
-      return state.waits.removeValue(forKey: key)?.node
-    }
+    let removed = state.withLock(owner: self) { $0.removeWait(ObjectIdentifier(target)) }
     _ = removed
   }
 
   /// What this attempt waits for now.
   private var waitTargets: [any DependencyNode] {
-    state.withLock(owner: self) { $0.waits.values.map(\.node) }
+    state.withLock(owner: self) { $0.waitTargets }
   }
 
   /// Whether `goal` can be reached from `start` by following running attempts' waits.
+  ///
+  /// Usually `start` is not loading yet (the wait is about to start it) or waits for nothing:
+  /// then nothing is allocated.
   private func reaches(_ goal: any DependencyNode, from start: any DependencyNode) -> Bool {
     let goalID = ObjectIdentifier(goal)
-    var seen: Set<ObjectIdentifier> = []
-    var pending: [any DependencyNode] = [start]
+    if ObjectIdentifier(start) == goalID { return true }
+    guard let first = start.runningAttemptContext?.waitTargets, !first.isEmpty else { return false }
+    var seen: Set<ObjectIdentifier> = [ObjectIdentifier(start)]
+    var pending = first
     while let node = pending.popLast() {
       let id = ObjectIdentifier(node)
       if id == goalID { return true }
