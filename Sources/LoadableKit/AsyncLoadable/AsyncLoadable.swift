@@ -481,7 +481,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     }
   }
 
-  final func perform(_ effects: LoadStateMachine.Effects) {
+  /// `runsStatusHook`: `false` when the caller already knows of the change (a loader performing
+  /// effects it decided for its key, whose state it read under its own lock): then
+  /// ``statusDidChange()`` is not called.
+  final func perform(_ effects: LoadStateMachine.Effects, runsStatusHook: Bool = true) {
     if let task = effects.cancelTask {
       // Cancelling runs the task's cancellation handlers here, which may cascade to dependencies.
       Trampoline.run { task.cancel() }
@@ -491,11 +494,11 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     // (unless another thread is delivering this loadable's notifications at that moment).
     // Observers, listeners and completion handlers are user code: they must not run as part of
     // an attempt that happens to be on this task (a `cancelLoad()` from inside `performLoad()`).
-    AttemptContext.outside { notifyAndResume(effects) }
+    AttemptContext.outside { notifyAndResume(effects, runsStatusHook: runsStatusHook) }
   }
 
-  private final func notifyAndResume(_ effects: LoadStateMachine.Effects) {
-    deliver(effects.event, contentChanged: effects.changedContent)
+  private final func notifyAndResume(_ effects: LoadStateMachine.Effects, runsStatusHook: Bool) {
+    deliver(effects.event, contentChanged: effects.changedContent, runsStatusHook: runsStatusHook)
     if effects.changedContent, case .success = effects.result {
       notifyContentListeners()
     }
@@ -541,8 +544,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// reads the current state each time.
   func statusDidChange() {}
 
-  /// Notifies observers of a status change, outside the lock.
-  final func deliver(_ event: LoadStateMachine.StatusEvent?, contentChanged: Bool) {
+  /// Notifies observers of a status change, outside the lock; then ``statusDidChange()``, unless
+  /// `runsStatusHook` is `false` (see ``perform(_:runsStatusHook:)``).
+  final func deliver(_ event: LoadStateMachine.StatusEvent?, contentChanged: Bool, runsStatusHook: Bool = true) {
     guard event != nil || contentChanged else { return }
     // No registrar yet means nobody has read an observable property, so nobody tracks one.
     if let registrar = state.withLock(owner: self, { $0.registrar }) {
@@ -554,7 +558,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       if event != nil { registrar.withMutation(of: subject, keyPath: ObservedProperties.loadError) {} }
     }
     if event?.startDelivery == true { drainObservers() }
-    if event != nil { statusDidChange() }
+    if runsStatusHook && event != nil { statusDidChange() }
   }
 
   final func drainObservers() {

@@ -180,7 +180,6 @@ extension ContentLoader {
 
     override func performLoad() async throws -> Value {
       let loader = loader
-      loader?.changed(self)  // a loadable loading out of the index becomes the key's entry again
       guard let executor = loader?.taskExecutor else { return try await load(limitedBy: loader) }
       // An attempt a caller started runs on the caller's executor: the load goes to the loader's
       // (for an attempt the loader launched there already, no hop), and so do the tasks it starts.

@@ -409,11 +409,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     if let lists = effects.storage {
       for task in lists.cancelTasks { task.cancel() }
       for slot in lists.grantedSlots { slot.resume() }
-      for (entry, entryEffects) in lists.entryEffects { entry.perform(entryEffects) }
+      // The loader decided these, and read each key's state under its lock when it did: the
+      // entries need not tell it of the changes (``KeyedLoadable/statusDidChange()``).
+      for (entry, entryEffects) in lists.entryEffects { entry.perform(entryEffects, runsStatusHook: false) }
       for (entry, attempt, event) in lists.launches {
         // The key's observers hear of `.loading` before the task starts, as for any loadable: a fast
         // load cannot resume a caller that joined it before they were told.
-        AttemptContext.outside { entry.deliver(event, contentChanged: false) }
+        AttemptContext.outside { entry.deliver(event, contentChanged: false, runsStatusHook: false) }
         onTaskExecutor { entry.launch(attempt, priority: launchPriority(of: entry)) }
       }
       for (entry, priority, raised) in lists.reprioritized { reprioritize(entry, to: priority, raised: raised) }
