@@ -394,7 +394,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     tracksIdleTime ? timeline.now() : .zero
   }
 
-  /// An entry's loadable changed (its status observer, or its attempt starting).
+  /// An entry's loadable changed status (``KeyedLoadable/statusDidChange()``), possibly on several
+  /// threads at once: each call reads the entry's current state under the lock.
   func changed(_ entry: KeyedLoadable) {
     let now = currentTime()
     perform(withState { $0.changed(entry, now: now) })

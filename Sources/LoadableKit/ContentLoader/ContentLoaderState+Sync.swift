@@ -6,7 +6,7 @@ enum ShownChange { case loading, loaded, failed, cancelled, none }
 extension ContentLoaderState {
   /// Brings the claims' observers and the event streams up to date with the entry's loadable.
   /// Changes are compared with what was shown last, so each is told once, in order, whoever
-  /// notices it first (the loader after changing the entry, or the entry's status observer).
+  /// notices it first (the loader after changing the entry, or the entry's status hook).
   mutating func sync(_ entry: Entry, _ effects: inout Effects) {
     // Snapshots and events are built only for a key somebody observes (a claim's handler or
     // stream, an event stream). Otherwise one read without copies of user values will do, and
