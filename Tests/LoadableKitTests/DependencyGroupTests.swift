@@ -90,6 +90,18 @@ struct DependencyGroupTests {
     #expect(map.loadStatus == .failed)
   }
 
+  @Test func aZipOfOneLoadableTwiceLoadsItOnceAndReadsItTwice() async throws {
+    let control = ControlledLoad<String>()
+    let layer = control.makeLoadable()
+    let both = zip(layer, layer, layer.map { $0.uppercased() })
+    let load = Task { try await both.fetch() }
+    await control.waitForStart()
+    control.resolve("a")
+    let (first, second, upper) = try await load.value
+    #expect(first == "a" && second == "a" && upper == "A")
+    #expect(control.startCount == 1)
+  }
+
   @Test func aZipWithdrawsItsWaitsUnderEverySchedule() {
     explore { executor, generator in
       let probes = (0..<3).map { index in

@@ -168,6 +168,9 @@ final class AttemptContext: Sendable {
     /// dependency waited for while it is waited for, then the others.
     var firstWait: (id: ObjectIdentifier, node: any DependencyNode, count: Int)?
     var moreWaits: [ObjectIdentifier: (node: any DependencyNode, count: Int)] = [:]
+    /// What the first declared dependency delivered, until a combinator takes it for its source
+    /// (``AttemptContext/takeDelivery(of:)``).
+    var firstDelivered: (id: ObjectIdentifier, delivery: LoadDelivery)?
 
     /// Records that `id` received the intent; `false` when it already had.
     mutating func claim(_ id: ObjectIdentifier) -> Bool {
@@ -220,12 +223,47 @@ final class AttemptContext: Sendable {
   private let state = Mutex(State())
 
   /// Made on the attempt's own task.
-  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil) {
+  /// Whether what declared dependencies deliver is kept for ``takeDelivery(of:)`` (a combinator's
+  /// attempt, which reads its sources' contents).
+  let keepsDeliveries: Bool
+
+  init(
+    owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil,
+    keepsDeliveries: Bool = false
+  ) {
     self.owner = owner
     self.intent = intent
     self.attemptID = attemptID
     self.probe = probe
+    self.keepsDeliveries = keepsDeliveries
     self.task = currentTaskIdentity()
+  }
+
+  /// Keeps what a declared dependency delivered to this attempt, for ``takeDelivery(of:)``, when
+  /// the attempt ``keepsDeliveries``: the first delivery only. That is a `map`'s or a
+  /// `flatMap`'s one source; a `zip`'s other inputs are asked again, which answers at once and
+  /// costs less than keeping thousands of deliveries in a dictionary.
+  func recordDelivery(_ delivery: LoadDelivery, of dependency: AnyObject) {
+    guard keepsDeliveries else { return }
+    let id = ObjectIdentifier(dependency)
+    // A delivery replaced here (the same dependency declared twice) is released after the lock.
+    let replaced = state.withLock(owner: self) { state -> LoadDelivery? in
+      guard state.firstDelivered == nil || state.firstDelivered?.id == id else { return nil }
+      defer { state.firstDelivered = (id, delivery) }
+      return state.firstDelivered?.delivery
+    }
+    _ = replaced
+  }
+
+  /// What `dependency` delivered to this attempt as a declared dependency, if kept, taken once: a
+  /// combinator reads its source's content from it instead of asking the source again.
+  func takeDelivery(of dependency: AnyObject) -> LoadDelivery? {
+    let id = ObjectIdentifier(dependency)
+    return state.withLock(owner: self) { state in
+      guard let first = state.firstDelivered, first.id == id else { return nil }
+      state.firstDelivered = nil
+      return first.delivery
+    }
   }
 
   /// The request for `dependency`: the attempt's intent the first time, a plain load after that.
@@ -286,7 +324,7 @@ final class AttemptContext: Sendable {
   /// Loads one dependency with this attempt's intent.
   func load(_ dependency: any Loadable) async throws {
     if let node = dependency as? any DependencyNode {
-      try await node.loadAsDependency(request(for: dependency), from: self)
+      recordDelivery(try await node.loadAsDependency(request(for: dependency), from: self), of: node)
     } else if intent == .retry {
       try await dependency.retryLoad()
     } else {
@@ -340,7 +378,7 @@ func currentTaskIdentity() -> UInt {
 
 /// What the dependency machinery needs of an ``AsyncLoadable`` whose content type it cannot name.
 protocol DependencyNode: Loadable {
-  func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws
+  func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws -> LoadDelivery
   func startAsIncidental(_ request: LoadRequest)
   /// Loads with `request` and returns the content, in its ``ContentBox``, with its version.
   func loadErased(_ request: LoadRequest, from context: AttemptContext?) async throws -> (content: AnyContentBox, version: UInt64)
@@ -350,7 +388,7 @@ protocol DependencyNode: Loadable {
   var runningAttemptContext: AttemptContext? { get }
   func joinAsDependent(
     _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64,
-    completion: @escaping @Sendable ((any Error)?) -> Void)
+    completion: @escaping @Sendable (Result<LoadDelivery, any Error>) -> Void)
   func leaveAsDependent(waiterID: UInt64)
   func escalateRunningAttempt(to priority: TaskPriority)
   func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64
@@ -358,8 +396,8 @@ protocol DependencyNode: Loadable {
 }
 
 extension AsyncLoadable: DependencyNode {
-  func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws {
-    _ = try await self.request(request, from: context)
+  func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws -> LoadDelivery {
+    try await self.request(request, from: context)
   }
 
   func loadErased(_ request: LoadRequest, from context: AttemptContext?) async throws -> (content: AnyContentBox, version: UInt64) {

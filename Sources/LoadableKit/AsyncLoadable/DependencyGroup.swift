@@ -98,8 +98,8 @@ final class DependencyGroup: Sendable {
         for node in nodes[index...] { context.endWait(on: node) }
         return
       }
-      node.joinAsDependent(requests[index], from: context, waiterID: waiterID) { error in
-        self.arrive(index, error: error)
+      node.joinAsDependent(requests[index], from: context, waiterID: waiterID) { result in
+        self.arrive(index, result)
       }
       // Decided while the waiter was being registered: the decision may have withdrawn the waits
       // before this one existed, so withdraw it again (a no-op once answered or withdrawn).
@@ -110,7 +110,12 @@ final class DependencyGroup: Sendable {
   }
 
   /// A dependency delivered (or its wait was withdrawn, which arrives as `CancellationError`).
-  private func arrive(_ index: Int, error: (any Error)?) {
+  private func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
+    let error: (any Error)?
+    switch result {
+    case .success: error = nil
+    case .failure(let failure): error = failure
+    }
     let arrival = state.withLock(owner: self) { state -> Arrival? in
       guard let pending = state.pending.removeValue(forKey: index) else { return nil }
       state.remaining -= 1
@@ -121,6 +126,7 @@ final class DependencyGroup: Sendable {
     }
     guard let arrival else { return }
     context.endWait(on: arrival.node)
+    if case .success(let delivery) = result { context.recordDelivery(delivery, of: arrival.node) }
     if let decision = arrival.decision {
       finish(decision, with: error.map { .failure($0) } ?? .success(()))
     }
@@ -176,12 +182,12 @@ final class DependencyGroup: Sendable {
 
 extension AsyncLoadable {
   /// Joins or starts an attempt for a dependent's attempt, as ``request(_:from:)`` does, but
-  /// waiting with `completion` instead of the calling task: called once, with `nil` or the error,
-  /// after the lock is released. The wait does not make the attempt wanted (a cascading cancel
+  /// waiting with `completion` instead of the calling task: called once, with the delivery or
+  /// the error, after the lock is released. The wait does not make the attempt wanted (a cascading cancel
   /// still applies to it); ``leaveAsDependent(waiterID:)`` withdraws it.
   func joinAsDependent(
     _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64,
-    completion: @escaping @Sendable ((any Error)?) -> Void
+    completion: @escaping @Sendable (Result<LoadDelivery, any Error>) -> Void
   ) {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     let (decision, event) = withState {
@@ -192,8 +198,8 @@ extension AsyncLoadable {
     AttemptContext.outside {
       deliver(event, contentChanged: false)
       switch decision {
-      case .content: completion(nil)
-      case .failure(let error): completion(error)
+      case .content(let delivery): completion(.success(delivery))
+      case .failure(let error): completion(.failure(error))
       case .joined(let task):
         let priority = Task.currentPriority
         (task ?? withState { $0.escalate(to: priority) })?.escalatePriority(to: priority)

@@ -44,6 +44,13 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     values.reserveCapacity(sources.count)
     versions.reserveCapacity(sources.count)
     for source in sources {
+      // A source the attempt loaded as a declared dependency has delivered already.
+      if let delivery = context?.takeDelivery(of: source) {
+        guard let value = delivery.contentBox else { throw LoadableError.noContent }
+        values.append(value)
+        versions.append(delivery.version)
+        continue
+      }
       let (value, version) = try await source.loadErased(context?.request(for: source) ?? .load, from: context)
       values.append(value)
       versions.append(version)
@@ -99,6 +106,8 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     if let inner, inner.node.erasedState.version != inner.version { return true }
     return false
   }
+
+  override var readsDeliveredSources: Bool { true }
 }
 
 /// A loadable whose content is a pure function of its sources' contents: `map` and `zip`.
