@@ -37,7 +37,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
 
   /// Loads every source with the running attempt's intent and returns their contents in order.
   /// The declared-dependency step has already loaded them, so this reads the loaded values.
-  final func loadSources() async throws -> (values: [AnyContentBox], versions: [UInt64]) {
+  nonisolated(nonsending) final func loadSources() async throws -> (values: [AnyContentBox], versions: [UInt64]) {
     let context = attemptContext(calledOn: self)
     var values: [AnyContentBox] = []
     var versions: [UInt64] = []
@@ -59,7 +59,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   }
 
   /// Loads the loadable a transform returned, with the attempt's intent.
-  final func loadInner<T: Sendable>(_ inner: AsyncLoadable<T>) async throws -> (T, UInt64) {
+  nonisolated(nonsending) final func loadInner<T: Sendable>(_ inner: AsyncLoadable<T>) async throws -> (T, UInt64) {
     let context = attemptContext(calledOn: self)
     let request = context?.request(for: inner) ?? .load
     let delivery = try await inner.request(request, from: context)
@@ -210,13 +210,23 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
 
   /// A source's content changed: recompute when loaded and idle (not loaded: `needsSync` already
   /// says so; loading: applied when the attempt ends).
+  ///
+  /// Most calls find nothing to apply (the view's own attempt is running, or it already derived
+  /// from these versions): they return before ``apply(_:versions:)``, whose `Result<Content, …>`
+  /// the unspecialized code would look up at run time.
   private func sourcesChanged() {
     guard withState({ canApplyChange($0) }) else { return }
     let states = sources.map(\.erasedState)
     guard states.allSatisfy({ $0.content != nil }) else { return }
     let versions = states.map(\.version)
     guard versions != derivedVersions else { return }
-    let result = Result { try combine(states.map { $0.content! }) }
+    apply(states.map { $0.content! }, versions: versions)
+  }
+
+  /// Recomputes the content from the sources' `values` and commits it, unless a newer change
+  /// landed first.
+  private func apply(_ values: [AnyContentBox], versions: [UInt64]) {
+    let result = Result { try combine(values) }
     let effects = withState { state -> LoadStateMachine.Effects in
       // The version check and the commit happen under the one lock, so of two concurrent updates
       // the older cannot land last.
