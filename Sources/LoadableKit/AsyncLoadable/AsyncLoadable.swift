@@ -427,7 +427,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
-      let result = await self.runAttempt(attempt, probe: probe).boxed()
+      let result = await self.runAttempt(attempt, probe: probe)
       let (facts, effects, next) = self.withState { state in
         (
           probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now),
@@ -445,9 +445,12 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
   /// visible to ``loadDependency(_:)``.
-  final func runAttempt(
+  ///
+  /// The content comes back in its ``ContentBox``, as the state machine stores it: no
+  /// `Result<Content, …>` whose metadata the unspecialized code would look up at run time.
+  nonisolated(nonsending) final func runAttempt(
     _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?
-  ) async -> Result<Content, any Error> {
+  ) async -> Result<AnyContentBox, any Error> {
     let context = AttemptContext(
       owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, keepsDeliveries: readsDeliveredSources)
     // One read: the context is published (so that a wait closing a cycle through this attempt
@@ -462,8 +465,8 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     return await AttemptContext.run(context) {
       do {
         try await loadDeclaredDependencies(start.dependencies, in: context)
-        guard let options = start.options else { return .success(try await performLoad()) }
-        return .success(try await options.run { try await self.performLoad() })
+        guard let options = start.options else { return .success(ContentBox(try await performLoad())) }
+        return .success(ContentBox(try await options.run { try await self.performLoad() }))
       } catch {
         return .failure(error)
       }

@@ -84,7 +84,7 @@ extension AsyncLoadable {
 
   /// Loads the declared dependencies: incidental ones are started, required ones awaited
   /// concurrently; the first failure cancels the others and fails the attempt.
-  final func loadDeclaredDependencies(
+  nonisolated(nonsending) final func loadDeclaredDependencies(
     _ declared: [(loadable: any Loadable, kind: DependencyKind)], in context: AttemptContext
   ) async throws {
     guard !declared.isEmpty else { return }
@@ -129,7 +129,9 @@ final class AttemptContext: Sendable {
   }
 
   /// Runs `operation` with `context` as the attempt of the current task.
-  static func run<R>(_ context: AttemptContext, _ operation: () async throws -> R) async rethrows -> R {
+  nonisolated(nonsending) static func run<R>(
+    _ context: AttemptContext, _ operation: nonisolated(nonsending) () async throws -> R
+  ) async rethrows -> R {
     try await $bound.withValue(context, operation: operation)
   }
 
@@ -137,13 +139,16 @@ final class AttemptContext: Sendable {
   /// completion handlers, listeners) and the tasks it starts must not pass for part of the
   /// attempt that happened to trigger them, or their loads would count as that attempt's
   /// dependencies (and could be reported as cycles).
+  ///
+  /// A context bound but not the current task's attempt (inherited by a task the attempt started,
+  /// or ended) is already ignored by ``current``: then nothing is pushed.
   static func outside<R>(_ body: () throws -> R) rethrows -> R {
-    bound == nil ? try body() : try $bound.withValue(nil, operation: body)
+    current == nil ? try body() : try $bound.withValue(nil, operation: body)
   }
 
   /// ``outside(_:)`` for asynchronous work.
   static func outside<R>(_ body: () async throws -> R) async rethrows -> R {
-    bound == nil ? try await body() : try await $bound.withValue(nil, operation: body)
+    current == nil ? try await body() : try await $bound.withValue(nil, operation: body)
   }
 
   let owner: any DependencyNode
@@ -322,7 +327,7 @@ final class AttemptContext: Sendable {
   // MARK: - Loading dependencies
 
   /// Loads one dependency with this attempt's intent.
-  func load(_ dependency: any Loadable) async throws {
+  nonisolated(nonsending) func load(_ dependency: any Loadable) async throws {
     if let node = dependency as? any DependencyNode {
       recordDelivery(try await node.loadAsDependency(request(for: dependency), from: self), of: node)
     } else if intent == .retry {
@@ -333,7 +338,7 @@ final class AttemptContext: Sendable {
   }
 
   /// Loads dependencies concurrently; the first failure cancels the rest and is rethrown.
-  func loadAll(_ dependencies: [any Loadable]) async throws {
+  nonisolated(nonsending) func loadAll(_ dependencies: [any Loadable]) async throws {
     switch dependencies.count {
     case 0: return
     case 1: try await load(dependencies[0])
@@ -378,10 +383,12 @@ func currentTaskIdentity() -> UInt {
 
 /// What the dependency machinery needs of an ``AsyncLoadable`` whose content type it cannot name.
 protocol DependencyNode: Loadable {
-  func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws -> LoadDelivery
+  nonisolated(nonsending) func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws -> LoadDelivery
   func startAsIncidental(_ request: LoadRequest)
   /// Loads with `request` and returns the content, in its ``ContentBox``, with its version.
-  func loadErased(_ request: LoadRequest, from context: AttemptContext?) async throws -> (content: AnyContentBox, version: UInt64)
+  nonisolated(nonsending) func loadErased(
+    _ request: LoadRequest, from context: AttemptContext?
+  ) async throws -> (content: AnyContentBox, version: UInt64)
   /// Status, content (in its ``ContentBox``) and version in one read.
   var erasedState: (status: LoadStatus, content: AnyContentBox?, error: (any Error)?, version: UInt64) { get }
   /// The context of the attempt running now, once it has started running.
@@ -396,11 +403,13 @@ protocol DependencyNode: Loadable {
 }
 
 extension AsyncLoadable: DependencyNode {
-  func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws -> LoadDelivery {
+  nonisolated(nonsending) func loadAsDependency(_ request: LoadRequest, from context: AttemptContext) async throws -> LoadDelivery {
     try await self.request(request, from: context)
   }
 
-  func loadErased(_ request: LoadRequest, from context: AttemptContext?) async throws -> (content: AnyContentBox, version: UInt64) {
+  nonisolated(nonsending) func loadErased(
+    _ request: LoadRequest, from context: AttemptContext?
+  ) async throws -> (content: AnyContentBox, version: UInt64) {
     let delivery = try await self.request(request, from: context)
     guard let content = delivery.contentBox else { throw LoadableError.noContent }
     return (content, delivery.version)

@@ -47,7 +47,7 @@ final class DependencyGroup: Sendable {
   ///
   /// - Throws: the first dependency's error, `CancellationError`, or
   ///   ``LoadableError/dependencyCycle`` (checked for every node before any wait begins).
-  static func loadAll(_ nodes: [any DependencyNode], in context: AttemptContext) async throws {
+  nonisolated(nonsending) static func loadAll(_ nodes: [any DependencyNode], in context: AttemptContext) async throws {
     // Every edge is recorded, and checked for a cycle, before the first wait begins.
     var begun = 0
     do {
@@ -167,7 +167,9 @@ final class DependencyGroup: Sendable {
 
   /// Passes a raised priority on to the dependencies still awaited (as each waiting child task
   /// of a task group would).
-  private func escalatingPriority(_ operation: () async throws -> Void) async throws {
+  nonisolated(nonsending) private func escalatingPriority(
+    _ operation: nonisolated(nonsending) () async throws -> Void
+  ) async throws {
     guard #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *) else {
       return try await operation()
     }
