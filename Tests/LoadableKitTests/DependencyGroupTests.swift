@@ -1,5 +1,6 @@
 @testable import LoadableKit
 import LoadableKitTesting
+import Synchronization
 import Testing
 
 /// An attempt with several required dependencies awaits them from its own task, one waiter on
@@ -90,6 +91,45 @@ struct DependencyGroupTests {
     #expect(map.loadStatus == .failed)
   }
 
+  /// Found in review: the group recorded an edge to every dependency before looking for answers
+  /// it could give at once, as a single dependency's request does not.
+  @Test func anIfNeededAttemptReadsALoadingDependencyAtOnceWithoutAnEdge() async throws {
+    let slot = MapSlot()
+    let loads = Counter()
+    // The layer's first load returns at once; its refresh asks the map, if needed, which has the
+    // layer itself as one of its two dependencies: the map can read the layer's content at once.
+    let layer = AsyncLoadable<String> {
+      guard loads.increment() > 1, let map = slot.map else { return "layer 1" }
+      return "layer over \(try await map.fetchIfNeeded())"
+    }
+    _ = try await layer.fetch()
+    let map = AsyncLoadable { "map" }
+    map.addDependency(layer)
+    map.addDependency(AsyncLoadable { "basemap" })
+    slot.map = map
+    #expect(try await layer.fetch() == "layer over map")
+    #expect(map.loadStatus == .loaded)
+  }
+
+  /// Found in review: a map read its source's content from what the source had answered at
+  /// once, though the source was refreshing, instead of asking again and joining the refresh.
+  @Test func aMapLoadedIfNeededWhileItsSourceRefreshesIsMadeFromTheRefresh() async throws {
+    let control = ControlledLoad<String>()
+    let source = control.makeLoadable()
+    let first = Task { try await source.fetch() }
+    await control.waitForStart()
+    control.resolve("a")
+    _ = try await first.value
+    let refresh = Task { try await source.fetch() }
+    await control.waitForStart(2)
+    let map = source.map { $0.uppercased() }
+    let mapped = Task { try await map.fetchIfNeeded() }
+    await eventually { source.waiterCount == 2 }  // the refresh's caller and the map's attempt
+    control.resolve("b")
+    #expect(try await mapped.value == "B")
+    #expect(try await refresh.value == "b")
+  }
+
   @Test func aZipOfOneLoadableTwiceLoadsItOnceAndReadsItTwice() async throws {
     let control = ControlledLoad<String>()
     let layer = control.makeLoadable()
@@ -131,5 +171,14 @@ struct DependencyGroupTests {
         return problems
       }
     }
+  }
+}
+
+/// Holds a loadable that a closure made before it needs it.
+final class MapSlot: Sendable {
+  private let stored = Mutex<AsyncLoadable<String>?>(nil)
+  var map: AsyncLoadable<String>? {
+    get { stored.withLock(owner: self) { $0 } }
+    set { stored.withLock(owner: self) { $0 = newValue } }
   }
 }

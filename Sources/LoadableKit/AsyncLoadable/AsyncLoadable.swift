@@ -451,8 +451,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   nonisolated(nonsending) final func runAttempt(
     _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?
   ) async -> Result<AnyContentBox, any Error> {
-    let context = AttemptContext(
-      owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, keepsDeliveries: readsDeliveredSources)
+    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
     // One read: the context is published (so that a wait closing a cycle through this attempt
     // can find it), and the dependencies and options this attempt runs with are taken.
     let start = state.withLock(owner: self) { state -> (dependencies: [(loadable: any Loadable, kind: DependencyKind)], options: LoadOptions?)? in
@@ -537,10 +536,6 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Whether content this loadable derived from its sources is out of date; derived loadables
   /// override it (see ``needsSync``).
   var hasStaleSources: Bool { false }
-
-  /// Whether an attempt reads its sources' contents from what its declared dependencies
-  /// delivered (``AttemptContext/takeDelivery(of:)``); derived loadables override it.
-  var readsDeliveredSources: Bool { false }
 
   /// Called after an attempt's outcome was stored (or the attempt was cancelled or undone) and
   /// observers were told, before its callers resume. A live view applies the source changes that

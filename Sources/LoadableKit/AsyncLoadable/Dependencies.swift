@@ -173,9 +173,11 @@ final class AttemptContext: Sendable {
     /// dependency waited for while it is waited for, then the others.
     var firstWait: (id: ObjectIdentifier, node: any DependencyNode, count: Int)?
     var moreWaits: [ObjectIdentifier: (node: any DependencyNode, count: Int)] = [:]
-    /// What the first declared dependency delivered, until a combinator takes it for its source
-    /// (``AttemptContext/takeDelivery(of:)``).
-    var firstDelivered: (id: ObjectIdentifier, delivery: LoadDelivery)?
+
+    /// Whether `id` received the intent.
+    func hasClaimed(_ id: ObjectIdentifier) -> Bool {
+      firstClaimed == id || (!moreClaimed.isEmpty && moreClaimed.contains(id))
+    }
 
     /// Records that `id` received the intent; `false` when it already had.
     mutating func claim(_ id: ObjectIdentifier) -> Bool {
@@ -228,47 +230,18 @@ final class AttemptContext: Sendable {
   private let state = Mutex(State())
 
   /// Made on the attempt's own task.
-  /// Whether what declared dependencies deliver is kept for ``takeDelivery(of:)`` (a combinator's
-  /// attempt, which reads its sources' contents).
-  let keepsDeliveries: Bool
-
-  init(
-    owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil,
-    keepsDeliveries: Bool = false
-  ) {
+  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil) {
     self.owner = owner
     self.intent = intent
     self.attemptID = attemptID
     self.probe = probe
-    self.keepsDeliveries = keepsDeliveries
     self.task = currentTaskIdentity()
   }
 
-  /// Keeps what a declared dependency delivered to this attempt, for ``takeDelivery(of:)``, when
-  /// the attempt ``keepsDeliveries``: the first delivery only. That is a `map`'s or a
-  /// `flatMap`'s one source; a `zip`'s other inputs are asked again, which answers at once and
-  /// costs less than keeping thousands of deliveries in a dictionary.
-  func recordDelivery(_ delivery: LoadDelivery, of dependency: AnyObject) {
-    guard keepsDeliveries else { return }
-    let id = ObjectIdentifier(dependency)
-    // A delivery replaced here (the same dependency declared twice) is released after the lock.
-    let replaced = state.withLock(owner: self) { state -> LoadDelivery? in
-      guard state.firstDelivered == nil || state.firstDelivered?.id == id else { return nil }
-      defer { state.firstDelivered = (id, delivery) }
-      return state.firstDelivered?.delivery
-    }
-    _ = replaced
-  }
-
-  /// What `dependency` delivered to this attempt as a declared dependency, if kept, taken once: a
-  /// combinator reads its source's content from it instead of asking the source again.
-  func takeDelivery(of dependency: AnyObject) -> LoadDelivery? {
-    let id = ObjectIdentifier(dependency)
-    return state.withLock(owner: self) { state in
-      guard let first = state.firstDelivered, first.id == id else { return nil }
-      state.firstDelivered = nil
-      return first.delivery
-    }
+  /// Whether `dependency` already received this attempt's intent: a request for it now is a
+  /// plain load (``request(for:)``), which a loaded dependency answers at once with its content.
+  func hasClaimed(_ dependency: AnyObject) -> Bool {
+    state.withLock(owner: self) { $0.hasClaimed(ObjectIdentifier(dependency)) }
   }
 
   /// The request for `dependency`: the attempt's intent the first time, a plain load after that.
@@ -329,7 +302,7 @@ final class AttemptContext: Sendable {
   /// Loads one dependency with this attempt's intent.
   nonisolated(nonsending) func load(_ dependency: any Loadable) async throws {
     if let node = dependency as? any DependencyNode {
-      recordDelivery(try await node.loadAsDependency(request(for: dependency), from: self), of: node)
+      _ = try await node.loadAsDependency(request(for: dependency), from: self)
     } else if intent == .retry {
       try await dependency.retryLoad()
     } else {
@@ -397,6 +370,9 @@ protocol DependencyNode: Loadable {
     _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64,
     completion: @escaping @Sendable (Result<LoadDelivery, any Error>) -> Void)
   func leaveAsDependent(waiterID: UInt64)
+  /// The answer to `request` when it needs no waiting (``LoadStateMachine/immediate(_:needsSync:)``),
+  /// or `nil`.
+  func immediateAnswer(to request: LoadRequest) -> Result<LoadDelivery, any Error>?
   func escalateRunningAttempt(to priority: TaskPriority)
   func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64
   func removeContentListener(_ id: UInt64)
@@ -421,6 +397,11 @@ extension AsyncLoadable: DependencyNode {
 
   var runningAttemptContext: AttemptContext? {
     state.withLock(owner: self) { $0.attempt?.context }
+  }
+
+  func immediateAnswer(to request: LoadRequest) -> Result<LoadDelivery, any Error>? {
+    let needsSync = request.asksNeedsSync ? self.needsSync : false
+    return withState { $0.immediate(request, needsSync: needsSync) }
   }
 
   func startAsIncidental(_ request: LoadRequest) {

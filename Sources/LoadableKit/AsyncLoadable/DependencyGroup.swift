@@ -37,17 +37,40 @@ final class DependencyGroup: Sendable {
 
   private let state: Mutex<State>
   private let context: AttemptContext
+  /// The dependencies waited for, by index.
+  private let nodes: [any DependencyNode]
 
-  private init(count: Int, context: AttemptContext) {
-    self.state = Mutex(State(remaining: count))
+  private init(_ nodes: [any DependencyNode], context: AttemptContext) {
+    self.state = Mutex(State(remaining: nodes.count))
     self.context = context
+    self.nodes = nodes
   }
 
   /// Waits until every node delivered, or throws the first failure.
   ///
+  /// A node that can answer at once (loaded; or loading, asked if needed, and not needing a
+  /// sync) is not waited for, as ``AsyncLoadable/request(_:from:)`` would not wait: no edge, no
+  /// waiter.
+  ///
   /// - Throws: the first dependency's error, `CancellationError`, or
-  ///   ``LoadableError/dependencyCycle`` (checked for every node before any wait begins).
-  nonisolated(nonsending) static func loadAll(_ nodes: [any DependencyNode], in context: AttemptContext) async throws {
+  ///   ``LoadableError/dependencyCycle`` (checked for every node waited for before any wait
+  ///   begins).
+  nonisolated(nonsending) static func loadAll(_ all: [any DependencyNode], in context: AttemptContext) async throws {
+    var nodes: [any DependencyNode] = []
+    var requests: [LoadRequest] = []
+    nodes.reserveCapacity(all.count)
+    requests.reserveCapacity(all.count)
+    for node in all {
+      let request = context.request(for: node)
+      switch node.immediateAnswer(to: request) {
+      case .success?: continue
+      case .failure(let error)?: throw error  // nothing started yet: nothing to withdraw
+      case nil:
+        nodes.append(node)
+        requests.append(request)
+      }
+    }
+    guard !nodes.isEmpty else { return }
     // Every edge is recorded, and checked for a cycle, before the first wait begins.
     var begun = 0
     do {
@@ -59,12 +82,11 @@ final class DependencyGroup: Sendable {
       for node in nodes[..<begun] { context.endWait(on: node) }
       throw error
     }
-    let group = DependencyGroup(count: nodes.count, context: context)
-    let requests = nodes.map { context.request(for: $0) }
+    let group = DependencyGroup(nodes, context: context)
     try await withTaskCancellationHandler {
       try await group.escalatingPriority {
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-          group.start(nodes, requests: requests, continuation: continuation)
+          group.start(requests: requests, continuation: continuation)
         }
       }
     } onCancel: {
@@ -73,9 +95,7 @@ final class DependencyGroup: Sendable {
   }
 
   /// Registers a waiter on each node, stopping early once the outcome is decided.
-  private func start(
-    _ nodes: [any DependencyNode], requests: [LoadRequest], continuation: UnsafeContinuation<Void, any Error>
-  ) {
+  private func start(requests: [LoadRequest], continuation: UnsafeContinuation<Void, any Error>) {
     let alreadyDecided = state.withLock(owner: self) { state in
       if state.isDecided { return true }
       state.continuation = continuation
@@ -110,26 +130,25 @@ final class DependencyGroup: Sendable {
   }
 
   /// A dependency delivered (or its wait was withdrawn, which arrives as `CancellationError`).
+  ///
+  /// Each registered waiter arrives exactly once, so its edge ends here first, before the outcome
+  /// can be decided: once the caller resumes, no edge of an answered wait is left.
   private func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
+    context.endWait(on: nodes[index])
     let error: (any Error)?
     switch result {
     case .success: error = nil
     case .failure(let failure): error = failure
     }
-    let arrival = state.withLock(owner: self) { state -> Arrival? in
-      guard let pending = state.pending.removeValue(forKey: index) else { return nil }
+    let decision = state.withLock(owner: self) { state -> Decision? in
+      guard state.pending.removeValue(forKey: index) != nil else { return nil }
       state.remaining -= 1
-      guard !state.isDecided, error != nil || state.remaining == 0 else { return Arrival(node: pending.node) }
+      guard !state.isDecided, error != nil || state.remaining == 0 else { return nil }
       // The last success, or the first failure: decided under the lock, so that no success can
       // slip in between a failure and its decision.
-      return Arrival(node: pending.node, decision: takeDecision(&state))
+      return takeDecision(&state)
     }
-    guard let arrival else { return }
-    context.endWait(on: arrival.node)
-    if case .success(let delivery) = result { context.recordDelivery(delivery, of: arrival.node) }
-    if let decision = arrival.decision {
-      finish(decision, with: error.map { .failure($0) } ?? .success(()))
-    }
+    if let decision { finish(decision, with: error.map { .failure($0) } ?? .success(())) }
   }
 
   /// Decides the outcome, if still open: resumes the caller and withdraws the pending waits.
@@ -138,11 +157,6 @@ final class DependencyGroup: Sendable {
       return
     }
     finish(decision, with: outcome)
-  }
-
-  private struct Arrival {
-    let node: any DependencyNode
-    var decision: Decision?
   }
 
   private struct Decision {
@@ -156,10 +170,13 @@ final class DependencyGroup: Sendable {
     return Decision(continuation: state.continuation, withdrawn: Array(state.pending.values))
   }
 
-  /// Withdraws the waits still pending, then resumes the caller: as a task group's cancelled
-  /// children have all returned before it throws, the cascade is done when the attempt fails.
-  /// Each withdrawn waiter is resumed with `CancellationError` by its node and arrives in
-  /// ``arrive(_:error:)``, which ends its edge; the outcome is already decided.
+  /// Withdraws the waits still pending, then resumes the caller: as a task group cancels its
+  /// children before it throws, the cascade to what only this attempt wanted is done when the
+  /// attempt fails. Each withdrawn waiter is resumed with `CancellationError` by its node and
+  /// arrives in ``arrive(_:_:)``, which ends its edge; the outcome is already decided. (A
+  /// dependency whose attempt had already ended, and whose thread is still telling its observers,
+  /// arrives a moment later: its edge belongs to an attempt that is over, which no cycle walk
+  /// reaches any more.)
   private func finish(_ decision: Decision, with outcome: Result<Void, any Error>) {
     for wait in decision.withdrawn { wait.node.leaveAsDependent(waiterID: wait.waiterID) }
     decision.continuation?.resume(with: outcome)

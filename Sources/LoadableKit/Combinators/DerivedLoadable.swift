@@ -44,12 +44,15 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     values.reserveCapacity(sources.count)
     versions.reserveCapacity(sources.count)
     for source in sources {
-      // A source the attempt loaded as a declared dependency has delivered already.
-      if let delivery = context?.takeDelivery(of: source) {
-        guard let value = delivery.contentBox else { throw LoadableError.noContent }
-        values.append(value)
-        versions.append(delivery.version)
-        continue
+      // A source that received the attempt's intent (as a declared dependency) is asked for a
+      // plain load, which a loaded source answers at once with its content: read that directly.
+      if let context, context.hasClaimed(source) {
+        let state = source.erasedState
+        if state.status == .loaded, let value = state.content {
+          values.append(value)
+          versions.append(state.version)
+          continue
+        }
       }
       let (value, version) = try await source.loadErased(context?.request(for: source) ?? .load, from: context)
       values.append(value)
@@ -106,8 +109,6 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     if let inner, inner.node.erasedState.version != inner.version { return true }
     return false
   }
-
-  override var readsDeliveredSources: Bool { true }
 }
 
 /// A loadable whose content is a pure function of its sources' contents: `map` and `zip`.
