@@ -412,15 +412,24 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       for slot in lists.grantedSlots { slot.resume() }
       // The loader decided these, and read each key's state under its lock when it did: the
       // entries need not tell it of the changes (``KeyedLoadable/statusDidChange()``).
-      for (entry, entryEffects) in lists.entryEffects { entry.perform(entryEffects, runsStatusHook: false) }
-      for (entry, attempt, event) in lists.launches {
-        // The key's observers hear of `.loading` before the task starts, as for any loadable: a fast
-        // load cannot resume a caller that joined it before they were told.
-        AttemptContext.outside { entry.deliver(event, contentChanged: false, runsStatusHook: false) }
-        onTaskExecutor { entry.launch(attempt, priority: launchPriority(of: entry)) }
+      // Each list is there only if something was recorded in it (see `Effects.Storage`).
+      if let entryEffects = lists.entryEffects {
+        for (entry, effects) in entryEffects { entry.perform(effects, runsStatusHook: false) }
       }
-      for (entry, priority, raised) in lists.reprioritized { reprioritize(entry, to: priority, raised: raised) }
-      for (entry, id) in lists.startTimers { launchGraceTimer(entry, id: id) }
+      if let launches = lists.launches {
+        for (entry, attempt, event) in launches {
+          // The key's observers hear of `.loading` before the task starts, as for any loadable: a
+          // fast load cannot resume a caller that joined it before they were told.
+          AttemptContext.outside { entry.deliver(event, contentChanged: false, runsStatusHook: false) }
+          onTaskExecutor { entry.launch(attempt, priority: launchPriority(of: entry)) }
+        }
+      }
+      if let reprioritized = lists.reprioritized {
+        for (entry, priority, raised) in reprioritized { reprioritize(entry, to: priority, raised: raised) }
+      }
+      if let startTimers = lists.startTimers {
+        for (entry, id) in startTimers { launchGraceTimer(entry, id: id) }
+      }
     }
     if let deadline = effects.startSweeper { launchSweeper(firstDeadline: deadline) }
     if effects.drain { drain() }

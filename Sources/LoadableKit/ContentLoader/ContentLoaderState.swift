@@ -46,16 +46,19 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// Most changes need nothing done (a claim counted, a status already shown), so the lists live
   /// in a ``Storage`` allocated on the first thing recorded: an empty `Effects` is one `nil`
   /// reference, which the library's unspecialized code creates, tests and destroys without
-  /// looking up the metadata of six generic element types at run time.
+  /// looking up the metadata of six generic element types at run time. In the storage, each list
+  /// whose elements' type depends on the loader's generic parameters is created on its first
+  /// element, for the same reason: creating, iterating and destroying an empty one looks up the
+  /// metadata of its element type (a tuple's: ~460 instructions each).
   struct Effects {
     final class Storage {
       var cancelTasks: [Task<Void, Never>] = []
-      var entryEffects: [(Entry, LoadStateMachine.Effects)] = []
-      var launches: [(Entry, Attempt, LoadStateMachine.StatusEvent?)] = []
-      var startTimers: [(Entry, UInt64)] = []
-      var reprioritized: [(Entry, ClaimPriority, Bool)] = []
+      var entryEffects: [(Entry, LoadStateMachine.Effects)]?
+      var launches: [(Entry, Attempt, LoadStateMachine.StatusEvent?)]?
+      var startTimers: [(Entry, UInt64)]?
+      var reprioritized: [(Entry, ClaimPriority, Bool)]?
       var grantedSlots: [LoadLimiter.Continuation] = []
-      var released = Released()
+      var released: Released?
     }
 
     /// `nil` until something is recorded.
@@ -84,21 +87,37 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     /// Effects of an entry's state machine (a cancelled attempt, a restored state).
     var entryEffects: [(Entry, LoadStateMachine.Effects)] {
       get { storage?.entryEffects ?? [] }
-      _modify { yield &more.entryEffects }
+      _modify {
+        let storage = more
+        if storage.entryEffects == nil { storage.entryEffects = [] }
+        yield &storage.entryEffects!
+      }
     }
     /// Attempts started for claims: launched, and their status change delivered.
     var launches: [(Entry, Attempt, LoadStateMachine.StatusEvent?)] {
       get { storage?.launches ?? [] }
-      _modify { yield &more.launches }
+      _modify {
+        let storage = more
+        if storage.launches == nil { storage.launches = [] }
+        yield &storage.launches!
+      }
     }
     var startTimers: [(Entry, UInt64)] {
       get { storage?.startTimers ?? [] }
-      _modify { yield &more.startTimers }
+      _modify {
+        let storage = more
+        if storage.startTimers == nil { storage.startTimers = [] }
+        yield &storage.startTimers!
+      }
     }
     /// Keys whose load priority changed (and whether it went up).
     var reprioritized: [(Entry, ClaimPriority, Bool)] {
       get { storage?.reprioritized ?? [] }
-      _modify { yield &more.reprioritized }
+      _modify {
+        let storage = more
+        if storage.reprioritized == nil { storage.reprioritized = [] }
+        yield &storage.reprioritized!
+      }
     }
     /// Loads waiting for `maximumConcurrentLoads` that were given a slot: resumed.
     var grantedSlots: [LoadLimiter.Continuation] {
@@ -107,7 +126,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     }
     var released: Released {
       get { storage?.released ?? Released() }
-      _modify { yield &more.released }
+      _modify {
+        let storage = more
+        if storage.released == nil { storage.released = Released() }
+        yield &storage.released!
+      }
     }
   }
 
