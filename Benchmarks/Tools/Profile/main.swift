@@ -114,6 +114,26 @@ case "mapchain":
   for _ in 0..<count { end = end.map { $0 + 1 } }
   try await end.load()
   precondition(end.content == count)
+case "taskchain":
+  // The map chain's baseline (Benchmarks' Pipelines.swift): as many tasks, each awaiting the one
+  // before and adding one.
+  var end = Task<Int, any Error> { 0 }
+  for _ in 0..<count {
+    let previous = end
+    end = Task { try await previous.value + 1 }
+  }
+  let value = try await end.value
+  precondition(value == count)
+case "taskgroup":
+  // The zip's baseline: a task group running as many closures.
+  let inputs: [@Sendable () async throws -> Int] = (0..<count).map { index in { index } }
+  let values = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+    for (index, input) in inputs.enumerated() { group.addTask { (index, try await input()) } }
+    var values = [Int](repeating: 0, count: count)
+    for try await (index, value) in group { values[index] = value }
+    return values
+  }
+  precondition(values.count == count)
 case "zip":
   let inputs = (0..<count).map { index in AsyncLoadable<Int> { index } }
   let zipped = zip(inputs)
