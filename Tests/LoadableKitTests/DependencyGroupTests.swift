@@ -156,12 +156,7 @@ struct DependencyGroupTests {
       }
       let direct = Int.random(in: 0...2, using: &generator)
       executor.spawn { await calls.record(2) { try await inputs[direct].load() } }
-      let delay = Int.random(in: 0...8, using: &generator)
-      executor.spawn {
-        await yields(delay)
-        zipped.cancelLoad()
-        calls.record(3, "ok")
-      }
+      spawnCancel(zipped, after: Int.random(in: 0...8, using: &generator), on: executor, as: 3, in: calls)
       return {
         var problems = calls.violations
         for (probe, input) in zip(probes, inputs) { problems += probe.violations(input) }

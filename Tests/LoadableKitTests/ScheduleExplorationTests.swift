@@ -102,6 +102,17 @@ func yields(_ count: Int) async {
   for _ in 0..<count { await Task.yield() }
 }
 
+/// Spawns call `call` of a scenario: after `delay` yields, it cancels `loadable`'s attempt.
+func spawnCancel<T: Sendable>(
+  _ loadable: AsyncLoadable<T>, after delay: Int, on executor: ManualTaskExecutor, as call: Int, in calls: Calls
+) {
+  executor.spawn {
+    await yields(delay)
+    loadable.cancelLoad()
+    calls.record(call, "ok")
+  }
+}
+
 @Suite("Schedule exploration", .timeLimit(.minutes(5)))
 struct ScheduleExplorationTests {
   @Test func concurrentLoadsAndACancel() {
@@ -121,12 +132,7 @@ struct ScheduleExplorationTests {
           }
         }
       }
-      let delay = Int.random(in: 0...6, using: &generator)
-      executor.spawn {
-        await yields(delay)
-        loadable.cancelLoad()
-        calls.record(3, "ok")
-      }
+      spawnCancel(loadable, after: Int.random(in: 0...6, using: &generator), on: executor, as: 3, in: calls)
       return {
         var problems = calls.violations + probe.violations(loadable)
         let outcomes = calls.all.values.flatMap { $0 }
