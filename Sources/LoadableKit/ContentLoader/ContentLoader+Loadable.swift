@@ -123,6 +123,9 @@ extension ContentLoader {
     var cost = 0
     /// The observers of the claims that have some, by claim.
     @usableFromInline var sinks: [UInt64: [ClaimSink]] = [:]
+    /// `!sinks.isEmpty`, kept beside it: asking the dictionary, unspecialized, looks up the
+    /// metadata of its element type, on every change of the key.
+    var hasSinks = false
     /// The attempt in which the claims hold interest.
     var held: LoadStateMachine.Attempt?
     var graceTimer: GraceTimer?

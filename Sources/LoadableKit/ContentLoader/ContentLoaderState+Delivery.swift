@@ -42,11 +42,13 @@ extension ContentLoaderState {
     if isShutDown { return nil }
     let id = makeID()
     eventSinks[id] = continuation
+    hasEventSinks = true
     return id
   }
 
   mutating func removeEventSink(_ id: UInt64) -> AsyncStream<Event>.Continuation? {
-    eventSinks.removeValue(forKey: id)
+    defer { hasEventSinks = !eventSinks.isEmpty }
+    return eventSinks.removeValue(forKey: id)
   }
 
   /// Adds an observer to an active claim and queues the current snapshot for it. Returns `nil`
@@ -56,6 +58,7 @@ extension ContentLoaderState {
     var effects = Effects()
     let id = makeID()
     entry.sinks[claim.id, default: []].append(Loader.ClaimSink(id: id, sink: sink))
+    entry.hasSinks = true
     enqueue(.snapshot(sink, snapshot(of: entry, &effects), first: true), &effects)
     return (id, effects)
   }

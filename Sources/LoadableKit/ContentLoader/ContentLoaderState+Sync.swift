@@ -12,7 +12,7 @@ extension ContentLoaderState {
     // stream, an event stream). Otherwise one read without copies of user values will do, and
     // this frame holds no value of a type that depends on the loader's generic parameters (each
     // would be looked up at run time).
-    if !entry.sinks.isEmpty || !eventSinks.isEmpty { return syncObserved(entry, &effects) }
+    if entry.hasSinks || hasEventSinks { return syncObserved(entry, &effects) }
     let previous = entry.shown
     let read = entry.interestState(since: previous?.attempt)
     guard record(entry, previous: previous, read, &effects) != nil else { return }

@@ -163,6 +163,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   var sweeperRunning = false
   var sweeperTask: Task<Void, Never>?
   var eventSinks: [UInt64: AsyncStream<Event>.Continuation] = [:]
+  /// `!eventSinks.isEmpty`, kept beside it: asking the dictionary, unspecialized, looks up the
+  /// metadata of its element type, on every change of every key.
+  var hasEventSinks = false
   var outbox: [Loader.Delivery] = []
   var delivering = false
   var nextID: UInt64 = 0
@@ -312,6 +315,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     settle(entry, now: .zero, &effects)  // claimed: the entry cannot go idle here
     if let sink {
       entry.sinks[claim.id] = [Loader.ClaimSink(id: makeID(), sink: sink)]
+      entry.hasSinks = true
       enqueue(.snapshot(sink, snapshot(of: entry, &effects), first: true), &effects)
     }
     return true
@@ -328,9 +332,10 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     let before = entry.loadPriority
     entry.claimsAt[claim.rank] -= 1
     if entry.claimCount > 0 { reprioritized(entry, from: before, &effects) }
-    if let sinks = entry.sinks.removeValue(forKey: claim.id) {
+    if entry.hasSinks, let sinks = entry.sinks.removeValue(forKey: claim.id) {
       for sink in sinks { close(sink.sink, &effects) }
       effects.released.sinks.append(contentsOf: sinks)
+      entry.hasSinks = !entry.sinks.isEmpty
     }
     if entry.claimCount == 0 {
       entry.refreshPending = false
@@ -432,6 +437,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     totalCost = 0
     for sink in eventSinks.values { enqueue(.finishEvents(sink), &effects) }
     eventSinks.removeAll()
+    hasEventSinks = false
     return effects
   }
 }
