@@ -153,6 +153,22 @@ case "snapshot":
   try await loader.loadable(for: 0).load()
   for _ in 0..<count { consume(claim.snapshot) }
   claim.end()
+case "churn":
+  // Scroll churn (Benchmarks' ContentLoader.swift): `count` keys claimed in order, 20 visible at
+  // a time; every load is still running when its claim ends, and is cancelled.
+  let loader = ContentLoader<Int, Int, Int>(maximumIdleCount: 100, load: { key in
+    try await Task.sleep(for: .seconds(60))
+    return (key, 1)
+  })
+  var visible: [ContentLoader<Int, Int, Int>.Claim] = []
+  for key in 0..<count {
+    if visible.count == 20 { visible.removeFirst().end() }
+    visible.append(loader.begin(key))
+  }
+  for claim in visible { claim.end() }
+  // Let the cancelled loads wind down.
+  try await Task.sleep(for: .seconds(2))
+  precondition(loader.count <= 100)
 case "keys":
   // `count` keys claimed in a ContentLoader, waited for until loaded, then released
   // (Benchmarks' ContentLoaderKeys.swift).
