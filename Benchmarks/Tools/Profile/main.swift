@@ -161,11 +161,13 @@ case "churn":
     return (key, 1)
   })
   var visible: [ContentLoader<Int, Int, Int>.Claim] = []
+  let started = ContinuousClock.now
   for key in 0..<count {
     if visible.count == 20 { visible.removeFirst().end() }
     visible.append(loader.begin(key))
   }
   for claim in visible { claim.end() }
+  if count > 0 { print("churn: \((ContinuousClock.now - started) / count) a key") }
   // Let the cancelled loads wind down.
   try await Task.sleep(for: .seconds(2))
   precondition(loader.count <= 100)
