@@ -126,6 +126,9 @@ extension ContentLoader {
     /// `!sinks.isEmpty`, kept beside it: asking the dictionary, unspecialized, looks up the
     /// metadata of its element type, on every change of the key.
     var hasSinks = false
+    /// Handed out by ``ContentLoader/loadable(for:)`` (set under the loader's lock, read in
+    /// `deinit`, which takes no lock).
+    let wasHandedOut = Atomic<Bool>(false)
     /// The attempt in which the claims hold interest.
     var held: LoadStateMachine.Attempt?
     var graceTimer: GraceTimer?
@@ -162,6 +165,10 @@ extension ContentLoader {
     }
 
     deinit {
+      // Only a loadable handed out is remembered by the loader: the others' deinit takes no lock
+      // (a key evicted while its cancelled load's task winds down is released on that task, and
+      // took the loader's lock against the thread claiming the next keys).
+      guard wasHandedOut.load(ordering: .acquiring) else { return }
       let id = ObjectIdentifier(self)
       let key = key
       loader?.withState { $0.forget(key, id: id) }

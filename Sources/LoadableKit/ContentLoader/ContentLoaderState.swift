@@ -216,6 +216,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   mutating func handOut(_ key: Key, fresh: Entry?) -> Entry? {
     guard let entry = index[key] ?? handedOut[key].flatMap({ $0.entry }) ?? fresh else { return nil }
     handedOut[key] = HandedOut(entry: entry, id: ObjectIdentifier(entry))
+    entry.wasHandedOut.store(true, ordering: .releasing)
     return entry
   }
 
