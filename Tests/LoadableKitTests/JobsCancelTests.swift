@@ -92,12 +92,8 @@ struct JobsCancelTests {
 
   @Test func cancelOfWorkThatNeverChecksDropsItsOutput() async throws {
     let work = ScriptedWork(runs: [[.hook, .report(completed: 1, total: 2)]], output: "finished anyway")
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(0, arrived: arrived, release: release))
     let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let release = await start(job, hookID: work.id, heldAt: 0)
     let cancel = Task { await job.cancel() }
     await job.waitFor(.canceling)
     release.open()  // the work returns "finished anyway" without ever seeing the cancellation

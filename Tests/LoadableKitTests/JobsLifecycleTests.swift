@@ -55,12 +55,8 @@ struct JobsLifecycleTests {
 
   @Test func pauseParksTheWorkAtItsNextPausePointAndStartResumesIt() async throws {
     let work = CountingWork(units: 6)
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(2, arrived: arrived, release: release))
     let job = Job(work)
-    job.start()
-    await arrived.wait()  // the work is inside unit 2
+    let release = await start(job, hookID: work.id, heldAt: 2)  // the work is inside unit 2
     #expect(job.pause())
     #expect(job.status == .paused, "pause() sets .paused at once")
     #expect(job.pause() == false, "pausing a paused job returns false")

@@ -9,12 +9,8 @@ import Testing
 struct JobsObservationTests {
   @Test func aLateSubscriberGetsTheSnapshotFirst() async throws {
     let work = ScriptedWork(runs: [[.report(completed: 1, total: 4), .post("halfway", .info), .hook, .pausePoint]])
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(2, arrived: arrived, release: release))
     let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let release = await start(job, hookID: work.id, heldAt: 2)
     job.pause()
     release.open()
     await job.waitUntilParked()
@@ -92,12 +88,8 @@ struct JobsObservationTests {
 
   @Test func withObservationTrackingSeesProgressMessagesAndErrors() async throws {
     let work = ScriptedWork(runs: [[.hook, .report(completed: 1, total: 2), .post("hello", .info), .fail(transient: false)]])
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(0, arrived: arrived, release: release))
     let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let release = await start(job, hookID: work.id, heldAt: 0)
     let progress = Counter()
     let messages = Counter()
     let errors = Counter()

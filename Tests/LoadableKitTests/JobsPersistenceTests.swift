@@ -128,12 +128,8 @@ struct JobsPersistenceTests {
 
   @Test func theJSONFormIsDocumentedSchemaVersion1() async throws {
     let work = CountingWork(id: "fixed", units: 4)
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(2, arrived: arrived, release: release))
     let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let release = await start(job, hookID: work.id, heldAt: 2)
     job.pause()
     release.open()
     await job.waitUntilParked()

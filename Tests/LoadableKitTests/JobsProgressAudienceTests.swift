@@ -68,12 +68,8 @@ struct JobsProgressAudienceTests {
 /// and then waits at its hook until `release` opens, before its pause point.
 func startJobHalfDoneWithNobodyListening() async -> (Job<ScriptedWork>, release: JobLatch) {
   let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .pausePoint]])
-  let arrived = JobLatch()
-  let release = JobLatch()
-  JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
   let job = Job(work)
-  job.start()
-  await arrived.wait()
+  let release = await start(job, hookID: work.id, heldAt: 1)
   return (job, release)
 }
 

@@ -102,12 +102,8 @@ struct JobsProgressTests {
   /// comes later finds it in its snapshot and then hears every step.
   @Test func anObserverAddedMidRunSeesTheProgressSoFarThenEveryStep() async throws {
     let work = ScriptedWork(runs: [[.report(completed: 1, total: 2), .hook, .report(completed: 3, total: 4)]])
-    let arrived = JobLatch()
-    let release = JobLatch()
-    JobHooks.set(work.id, latchJobAt(1, arrived: arrived, release: release))
     let job = Job(work)
-    job.start()
-    await arrived.wait()
+    let release = await start(job, hookID: work.id, heldAt: 1)
     let events = job.events
     release.open()
     _ = try await job.output

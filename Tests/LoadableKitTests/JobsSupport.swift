@@ -208,17 +208,23 @@ func latchJobAt(_ unit: Int, arrived: JobLatch, release: JobLatch) -> JobHooks.H
   }
 }
 
+/// Starts `job`, whose work calls its hooks under `hookID`, and returns once the work is held
+/// just before `unit`; open the latch returned to let the work go on.
+func start<Work: JobWork>(_ job: Job<Work>, hookID: String, heldAt unit: Int) async -> JobLatch {
+  let arrived = JobLatch()
+  let release = JobLatch()
+  JobHooks.set(hookID, latchJobAt(unit, arrived: arrived, release: release))
+  job.start()
+  await arrived.wait()
+  return release
+}
+
 /// Starts a job of `CountingWork(units:)` and returns once its work is held just before `unit`;
 /// open `release` to let the work go on.
 func startJob(units: Int, heldAt unit: Int) async -> (job: Job<CountingWork>, work: CountingWork, release: JobLatch) {
   let work = CountingWork(units: units)
-  let arrived = JobLatch()
-  let release = JobLatch()
-  JobHooks.set(work.id, latchJobAt(unit, arrived: arrived, release: release))
   let job = Job(work)
-  job.start()
-  await arrived.wait()
-  return (job, work, release)
+  return (job, work, await start(job, hookID: work.id, heldAt: unit))
 }
 
 extension AsyncStream {
