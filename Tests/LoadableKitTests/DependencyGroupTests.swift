@@ -8,19 +8,23 @@ import Testing
 /// the attempt and withdraws the other waits, a cancel withdraws them all.
 @Suite("Dependencies: several required at once", .timeLimit(.minutes(1)))
 struct DependencyGroupTests {
-  /// A loadable with `dependencies` as its required dependencies.
-  func dependent(on dependencies: [AsyncLoadable<String>]) -> AsyncLoadable<String> {
+  /// A map with `count` controlled layers as its required dependencies, being loaded by `load`;
+  /// returns once every layer's load has started.
+  func loadingMap(over count: Int) async -> (
+    loads: [ControlledLoad<String>], layers: [AsyncLoadable<String>], map: AsyncLoadable<String>,
+    load: Task<Void, any Error>
+  ) {
+    let loads = (0..<count).map { _ in ControlledLoad<String>() }
+    let layers = loads.map { $0.makeLoadable() }
     let map = AsyncLoadable { "map" }
-    for dependency in dependencies { map.addDependency(dependency) }
-    return map
+    for layer in layers { map.addDependency(layer) }
+    let load = Task { try await map.load() }
+    for control in loads { await control.waitForStart() }
+    return (loads, layers, map, load)
   }
 
   @Test func theDependenciesLoadTogetherAndTheAttemptWaitsForAll() async throws {
-    let loads = (0..<3).map { _ in ControlledLoad<String>() }
-    let layers = loads.map { $0.makeLoadable() }
-    let map = dependent(on: layers)
-    let load = Task { try await map.load() }
-    for control in loads { await control.waitForStart() }
+    let (loads, layers, map, load) = await loadingMap(over: 3)
     loads[2].resolve("c")
     loads[0].resolve("a")
     await eventually { layers[0].loadStatus == .loaded && layers[2].loadStatus == .loaded }
@@ -32,11 +36,7 @@ struct DependencyGroupTests {
   }
 
   @Test func theFirstFailureFailsTheAttemptAndPutsBackWhatOnlyItWanted() async throws {
-    let loads = (0..<3).map { _ in ControlledLoad<String>() }
-    let layers = loads.map { $0.makeLoadable() }
-    let map = dependent(on: layers)
-    let load = Task { try await map.load() }
-    for control in loads { await control.waitForStart() }
+    let (loads, layers, map, load) = await loadingMap(over: 3)
     loads[1].fail(Boom(code: 7))
     await #expect(throws: Boom(code: 7)) { try await load.value }
     // Withdrawn before the attempt failed, as a task group's cancelled children have returned
@@ -50,11 +50,7 @@ struct DependencyGroupTests {
   }
 
   @Test func aFailureLeavesLoadingWhatAnotherCallerWaitsFor() async throws {
-    let loads = (0..<2).map { _ in ControlledLoad<String>() }
-    let layers = loads.map { $0.makeLoadable() }
-    let map = dependent(on: layers)
-    let load = Task { try await map.load() }
-    for control in loads { await control.waitForStart() }
+    let (loads, layers, _, load) = await loadingMap(over: 2)
     let other = Task { try await layers[1].fetch() }
     await eventually { layers[1].waiterCount == 2 }
     loads[0].fail(Boom(code: 1))
@@ -67,11 +63,7 @@ struct DependencyGroupTests {
   }
 
   @Test func cancellingTheAttemptWithdrawsEveryWait() async throws {
-    let loads = (0..<3).map { _ in ControlledLoad<String>() }
-    let layers = loads.map { $0.makeLoadable() }
-    let map = dependent(on: layers)
-    let load = Task { try await map.load() }
-    for control in loads { await control.waitForStart() }
+    let (loads, layers, map, load) = await loadingMap(over: 3)
     loads[0].resolve("a")
     await eventually { layers[0].loadStatus == .loaded }
     map.cancelLoad()
