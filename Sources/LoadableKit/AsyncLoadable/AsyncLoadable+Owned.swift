@@ -71,9 +71,7 @@ extension AsyncLoadable {
         AttemptContext.outside { deliver(event, contentChanged: false) }
       }
     } onCancel: {
-      let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
-      if let effects { perform(effects) }
-      waiter?.resume(with: .failure(CancellationError()))
+      withdrawWaiter(waiterID)
     }
     guard let content = delivery.content(as: Content.self) else { throw CancellationError() }
     return content

@@ -384,10 +384,17 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         if case .started(let attempt) = decision { launch(attempt, parent: context) }
       }
     } onCancel: {
-      let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
-      if let effects { perform(effects) }  // observers first, as everywhere
-      waiter?.resume(with: .failure(CancellationError()))
+      withdrawWaiter(waiterID)
     }
+  }
+
+  /// A waiter leaves before its answer: it alone is resumed with `CancellationError`, and an
+  /// attempt that nobody else wants any more is cancelled and put back as it was (SPEC §2). Does
+  /// nothing once the waiter was answered.
+  final func withdrawWaiter(_ waiterID: UInt64) {
+    let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
+    if let effects { perform(effects) }  // observers first, as everywhere
+    waiter?.resume(with: .failure(CancellationError()))
   }
 
   /// The non-async requests: completion handlers and fire-and-forget syncs.

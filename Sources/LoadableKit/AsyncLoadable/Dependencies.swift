@@ -368,8 +368,8 @@ protocol DependencyNode: Loadable {
   var runningAttemptContext: AttemptContext? { get }
   func joinAsDependent(
     _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64,
-    completion: @escaping @Sendable (Result<LoadDelivery, any Error>) -> Void)
-  func leaveAsDependent(waiterID: UInt64)
+    completion: @escaping LoadCompletion)
+  func withdrawWaiter(_ waiterID: UInt64)
   /// The answer to `request` when it needs no waiting (``LoadStateMachine/immediate(_:needsSync:)``),
   /// or `nil`.
   func immediateAnswer(to request: LoadRequest) -> Result<LoadDelivery, any Error>?

@@ -118,13 +118,13 @@ final class DependencyGroup: Sendable {
         for node in nodes[index...] { context.endWait(on: node) }
         return
       }
-      node.joinAsDependent(requests[index], from: context, waiterID: waiterID) { result in
-        self.arrive(index, result)
+      node.joinAsDependent(requests[index], from: context, waiterID: waiterID) { error in
+        self.arrive(index, error: error)
       }
       // Decided while the waiter was being registered: the decision may have withdrawn the waits
       // before this one existed, so withdraw it again (a no-op once answered or withdrawn).
       if state.withLock(owner: self, { $0.isDecided && $0.pending[index] != nil }) {
-        node.leaveAsDependent(waiterID: waiterID)
+        node.withdrawWaiter(waiterID)
       }
     }
   }
@@ -133,13 +133,8 @@ final class DependencyGroup: Sendable {
   ///
   /// Each registered waiter arrives exactly once, so its edge ends here first, before the outcome
   /// can be decided: once the caller resumes, no edge of an answered wait is left.
-  private func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
+  private func arrive(_ index: Int, error: (any Error)?) {
     context.endWait(on: nodes[index])
-    let error: (any Error)?
-    switch result {
-    case .success: error = nil
-    case .failure(let failure): error = failure
-    }
     let decision = state.withLock(owner: self) { state -> Decision? in
       guard state.pending.removeValue(forKey: index) != nil else { return nil }
       state.remaining -= 1
@@ -173,12 +168,12 @@ final class DependencyGroup: Sendable {
   /// Withdraws the waits still pending, then resumes the caller: as a task group cancels its
   /// children before it throws, the cascade to what only this attempt wanted is done when the
   /// attempt fails. Each withdrawn waiter is resumed with `CancellationError` by its node and
-  /// arrives in ``arrive(_:_:)``, which ends its edge; the outcome is already decided. (A
+  /// arrives in ``arrive(_:error:)``, which ends its edge; the outcome is already decided. (A
   /// dependency whose attempt had already ended, and whose thread is still telling its observers,
   /// arrives a moment later: its edge belongs to an attempt that is over, which no cycle walk
   /// reaches any more.)
   private func finish(_ decision: Decision, with outcome: Result<Void, any Error>) {
-    for wait in decision.withdrawn { wait.node.leaveAsDependent(waiterID: wait.waiterID) }
+    for wait in decision.withdrawn { wait.node.withdrawWaiter(wait.waiterID) }
     decision.continuation?.resume(with: outcome)
   }
 
@@ -201,12 +196,12 @@ final class DependencyGroup: Sendable {
 
 extension AsyncLoadable {
   /// Joins or starts an attempt for a dependent's attempt, as ``request(_:from:)`` does, but
-  /// waiting with `completion` instead of the calling task: called once, with the delivery or
-  /// the error, after the lock is released. The wait does not make the attempt wanted (a cascading cancel
-  /// still applies to it); ``leaveAsDependent(waiterID:)`` withdraws it.
+  /// waiting with `completion` instead of the calling task: called once, with `nil` or the error,
+  /// after the lock is released. The wait does not make the attempt wanted (a cascading cancel
+  /// still applies to it); ``withdrawWaiter(_:)`` withdraws it.
   func joinAsDependent(
     _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64,
-    completion: @escaping @Sendable (Result<LoadDelivery, any Error>) -> Void
+    completion: @escaping LoadCompletion
   ) {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     let (decision, event) = withState {
@@ -217,8 +212,8 @@ extension AsyncLoadable {
     AttemptContext.outside {
       deliver(event, contentChanged: false)
       switch decision {
-      case .content(let delivery): completion(.success(delivery))
-      case .failure(let error): completion(.failure(error))
+      case .content: completion(nil)
+      case .failure(let error): completion(error)
       case .joined(let task):
         let priority = Task.currentPriority
         (task ?? withState { $0.escalate(to: priority) })?.escalatePriority(to: priority)
@@ -226,14 +221,5 @@ extension AsyncLoadable {
       case .started(let attempt): launch(attempt, parent: context)
       }
     }
-  }
-
-  /// Withdraws a wait registered by ``joinAsDependent(_:from:waiterID:completion:)``: its
-  /// completion is called with `CancellationError`, and an attempt nobody else wants is
-  /// cancelled and put back as it was. Does nothing once the wait was answered.
-  func leaveAsDependent(waiterID: UInt64) {
-    let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
-    if let effects { perform(effects) }  // observers first, as everywhere
-    waiter?.resume(with: .failure(CancellationError()))
   }
 }

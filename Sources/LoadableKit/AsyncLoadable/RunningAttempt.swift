@@ -28,15 +28,15 @@ enum LoadWaiter {
   case task(LoadContinuation)
   case completion(LoadCompletion)
   /// A dependent's attempt waiting without a task of its own (``DependencyGroup``): like a
-  /// completion handler, but it receives the delivery and does not make the attempt wanted.
-  case dependent(@Sendable (Result<LoadDelivery, any Error>) -> Void)
+  /// completion handler, but it does not make the attempt wanted.
+  case dependent(LoadCompletion)
 
   func resume(with result: Result<LoadDelivery, any Error>) {
     switch (self, result) {
     case (.task(let continuation), _): continuation.resume(with: result)
-    case (.completion(let handler), .success): handler(nil)
-    case (.completion(let handler), .failure(let error)): handler(error)
-    case (.dependent(let handler), _): handler(result)
+    case (.completion(let handler), .success), (.dependent(let handler), .success): handler(nil)
+    case (.completion(let handler), .failure(let error)), (.dependent(let handler), .failure(let error)):
+      handler(error)
     }
   }
 }
