@@ -9,6 +9,7 @@ let package = Package(
   dependencies: [
     .package(name: "swift-loadable", path: "../"),
     .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
   ],
   targets: [
     // The routes, the staging (latency, outages, held requests) and the request log.
@@ -16,6 +17,7 @@ let package = Package(
       name: "ExampleServer",
       dependencies: [
         .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "LoadableKit", package: "swift-loadable"),
         .product(name: "ExampleServices", package: "swift-loadable"),
       ]
@@ -25,6 +27,7 @@ let package = Package(
       name: "ExampleServerTests",
       dependencies: [
         "ExampleServer",
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "LoadableKit", package: "swift-loadable"),
         .product(name: "ExampleServices", package: "swift-loadable"),
       ]

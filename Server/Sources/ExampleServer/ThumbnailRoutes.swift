@@ -1,6 +1,7 @@
 import ExampleServices
 import Foundation
 import Hummingbird
+import ServiceLifecycle
 
 /// The portal's thumbnail endpoint and its admin endpoints, on a ``ThumbnailService`` of
 /// ``ThumbnailCatalog/redlands(count:)``'s items, so `swift run Thumbnails --server URL` runs its
@@ -15,7 +16,8 @@ import Hummingbird
 /// - `POST /admin/thumbnails/upload?item=<id>`: the item's owner uploads a new thumbnail.
 /// - `POST /admin/thumbnails/reset`: the first revisions again, an empty log, nothing held.
 /// - `GET /admin/thumbnails/log?after=<version>`: the service's ``ThumbnailLog``, as soon as its
-///   version is above `after` (at once without `after`), or after 10 s with no change.
+///   version is above `after` (at once without `after`), or after 10 s with no change, or at
+///   once when the server shuts down.
 ///
 /// The admin `POST`s answer with a ``ThumbnailClient/AdminReply``: the log after the change.
 final class ThumbnailRoutes: Sendable {
@@ -74,9 +76,15 @@ final class ThumbnailRoutes: Sendable {
     }
     router.get("/admin/thumbnails/log") { [service, changes] request, _ in
       let after = request.uri.queryParameters.get("after", as: Int.self) ?? -1
-      let log = await changes.wait(upTo: .seconds(10)) {
-        let log = service.log
-        return log.version > after ? log : nil
+      // The wait ends early when the client goes away (as a held request's does) and when the
+      // server shuts down gracefully, which answers the log as it is.
+      let log = try await request.body.consumeWithCancellationOnInboundClose { _ in
+        await cancelWhenGracefulShutdown {
+          await changes.wait(upTo: .seconds(10)) {
+            let log = service.log
+            return log.version > after ? log : nil
+          }
+        }
       }
       return try Self.json(log ?? service.log)
     }
