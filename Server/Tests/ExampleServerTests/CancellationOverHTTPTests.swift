@@ -71,4 +71,39 @@ struct CancellationOverHTTPTests {
       #expect(entries.map(\.outcome) == [.clientWentAway], "the last claim ending cancelled the request on the wire")
     }
   }
+
+  /// 2,000 requests, each cancelled at one of 900 moments within its first millisecond, so that
+  /// many cancels meet their answers. Each ends answered or cancelled; and none traps inside
+  /// FoundationNetworking, as one in four runs of this test did while the client's session had
+  /// a URL cache (see `HTTPClient`).
+  @Test func requestsCancelledAroundTheirAnswersEndAnsweredOrCancelled() async throws {
+    try await withServer { _, url in
+      let client = HTTPClient(baseURL: url, maximumConnections: 16)
+      var (answered, cancelled) = (0, 0)
+      for round in 0..<100 {
+        let outcomes = await withTaskGroup(of: Result<Data, any Error>.self) { group in
+          for index in 0..<20 {
+            let request = Task { try await client.get("/admin/ping") }
+            group.addTask {
+              try? await Task.sleep(for: .microseconds((index * 37 + round * 11) % 900))
+              request.cancel()
+              return await request.result
+            }
+          }
+          return await group.reduce(into: []) { $0.append($1) }
+        }
+        for outcome in outcomes {
+          switch outcome {
+          case .success(let data):
+            answered += 1
+            #expect(String(decoding: data, as: UTF8.self) == "example-server\n")
+          case .failure(let error):
+            cancelled += 1
+            #expect(error is CancellationError, "\(error)")
+          }
+        }
+      }
+      #expect(answered > 0 && cancelled > 0, "the cancels fall before and after answers")
+    }
+  }
 }
