@@ -223,6 +223,8 @@ def build(data):
            p50("ContentLoader baseline Mutex claim count ×1000"), 10)
     growth("key churn", "ContentLoader churn", (100, 1000, 10000), "key")
     growth("key churn (older sizes)", "ContentLoader churn", (500, 5000), "key")
+    growth("key churn, claimed at the loads' priority", "ContentLoader churn at the loads' priority",
+           (100, 1000, 10000), "key")
     versus("list churn over 5,000 keys, per key: a limit of 6 loads ÷ no limit",
            p50("ContentLoader list churn limit 6 ×5000"), p50("ContentLoader list churn no limit ×5000"))
     versus("a fling of 200 rows, per row: a limit of 6 with prefetch ÷ no limit",

@@ -44,20 +44,37 @@ func registerContentLoaderBenchmarks() {
 
   for keys in [100, 500, 1_000, 5_000, 10_000] {
     Benchmark("ContentLoader churn ×\(keys)", configuration: configuration) { benchmark in
-      let loader = ContentLoader<Int, Int, Int>(maximumIdleCount: 100, load: { key in
-        try await Task.sleep(for: .milliseconds(1))
-        return (key, 1)
-      })
-      var visible: [ContentLoader<Int, Int, Int>.Claim] = []
-      visible.reserveCapacity(visibleRows)
-      benchmark.startMeasurement()
-      for key in 0..<keys {
-        if visible.count == visibleRows { visible.removeFirst().end() }
-        visible.append(loader.begin(key))
-      }
-      for claim in visible { claim.end() }
-      benchmark.stopMeasurement()
-      try await Task.sleep(for: .milliseconds(20))  // let the cancelled loads wind down
+      try await scrollChurn(keys: keys, benchmark)
     }
   }
+
+  // The same churn claimed from a task at the priority of a visible claim's load
+  // (`.userInitiated`), as a list on the main actor claims. Above, the loop runs at the default
+  // priority and the loads it starts at `.userInitiated`, so threads of two priorities share the
+  // cores (README: "Key churn and the loads' priority").
+  for keys in [100, 1_000, 10_000] {
+    Benchmark("ContentLoader churn at the loads' priority ×\(keys)", configuration: configuration) { benchmark in
+      nonisolated(unsafe) let benchmark = benchmark
+      try await Task(priority: .userInitiated) { try await scrollChurn(keys: keys, benchmark) }.value
+    }
+  }
+}
+
+/// `keys` keys claimed in order, `visibleRows` at a time, each load still running (1 ms) when
+/// most claims end.
+func scrollChurn(keys: Int, _ benchmark: Benchmark) async throws {
+  let loader = ContentLoader<Int, Int, Int>(maximumIdleCount: 100, load: { key in
+    try await Task.sleep(for: .milliseconds(1))
+    return (key, 1)
+  })
+  var visible: [ContentLoader<Int, Int, Int>.Claim] = []
+  visible.reserveCapacity(visibleRows)
+  benchmark.startMeasurement()
+  for key in 0..<keys {
+    if visible.count == visibleRows { visible.removeFirst().end() }
+    visible.append(loader.begin(key))
+  }
+  for claim in visible { claim.end() }
+  benchmark.stopMeasurement()
+  try await Task.sleep(for: .milliseconds(20))  // let the cancelled loads wind down
 }

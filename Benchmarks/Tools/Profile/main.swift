@@ -33,11 +33,15 @@ final class Shared<Value: Sendable>: Sendable {
 // A synchronous main that blocks on a semaphore: valgrind 3.19 crashes on an `async` main, whose
 // main thread parks in dispatch_main.
 let arguments = CommandLine.arguments.dropFirst()
-let scenario = arguments.first ?? "help"
+// A scenario name ending in `@ui` runs it at `.userInitiated` priority (the priority of a visible
+// claim's load) instead of the default.
+let named = arguments.first ?? "help"
+let scenario = named.hasSuffix("@ui") ? String(named.dropLast(3)) : named
+let priority: TaskPriority? = named.hasSuffix("@ui") ? .userInitiated : nil
 let count = arguments.dropFirst().first.flatMap { Int($0) } ?? 100_000
 let victimCount = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 100
 let done = DispatchSemaphore(value: 0)
-Task.detached {
+Task.detached(priority: priority) {
   do { try await run(scenario, count: count) } catch { fatalError("\(error)") }
   done.signal()
 }
