@@ -137,10 +137,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       })
     else { return }
     for entry in extras.observers.entries.values { entry.onEnd?() }
-    // The dependencies may be the next link of a long chain: the queue takes the only reference,
-    // and the outermost deinit on this thread releases it, after this one returned.
-    DeferredRelease.release(consume extras)
-    DeferredRelease.drain()
+    // The dependencies may be the next link of a long chain: the outermost deinit on this thread
+    // releases them, and a deinit inside it queues them for that one's loop.
+    DeferredRelease.releaseAndDrain(consume extras)
   }
 
   // MARK: - The subclass hook

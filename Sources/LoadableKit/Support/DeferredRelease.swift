@@ -28,13 +28,22 @@ enum DeferredRelease {
     queue.items.append(links)
   }
 
-  /// Releases the queued links, unless an outer `deinit` on this thread is already doing so.
-  static func drain() {
+  /// Releases `links` and then the queued links, unless an outer `deinit` on this thread is
+  /// already doing so: then `links` joins the queue, and that `deinit`'s loop releases it.
+  ///
+  /// The outermost call releases `links` itself, without queuing it: a loadable released on its
+  /// own (no chain behind it) allocates nothing here. The `deinit`s that `links` runs find the
+  /// queue draining and queue their own links, so the depth is two at most.
+  static func releaseAndDrain(_ links: consuming Any) {
     let queue = queue
-    guard !queue.draining else { return }
+    guard !queue.draining else {
+      queue.items.append(links)
+      return
+    }
     queue.draining = true
+    _ = consume links  // may run more deinits, which queue more links
     while let links = queue.items.popLast() {
-      _ = consume links  // may run more deinits, which queue more links
+      _ = consume links
     }
     queue.items = []
     queue.draining = false
