@@ -60,13 +60,19 @@ func registerContentLoaderBenchmarks() {
   }
 }
 
-/// `keys` keys claimed in order, `visibleRows` at a time, each load still running (1 ms) when
-/// most claims end.
+/// Scroll churn: `keys` keys, each load still running (1 ms) when most claims end.
 func scrollChurn(keys: Int, _ benchmark: Benchmark) async throws {
   let loader = ContentLoader<Int, Int, Int>(maximumIdleCount: 100, load: { key in
     try await Task.sleep(for: .milliseconds(1))
     return (key, 1)
   })
+  scroll(loader, past: keys, benchmark)
+  try await Task.sleep(for: .milliseconds(20))  // let the cancelled loads wind down
+}
+
+/// Claims the keys `0..<keys` of `loader` in order, `visibleRows` at a time (the claim of key k
+/// ends when key k + `visibleRows` is claimed), as a list scrolling past them; measures the loop.
+func scroll(_ loader: ContentLoader<Int, Int, Int>, past keys: Int, _ benchmark: Benchmark) {
   var visible: [ContentLoader<Int, Int, Int>.Claim] = []
   visible.reserveCapacity(visibleRows)
   benchmark.startMeasurement()
@@ -76,5 +82,4 @@ func scrollChurn(keys: Int, _ benchmark: Benchmark) async throws {
   }
   for claim in visible { claim.end() }
   benchmark.stopMeasurement()
-  try await Task.sleep(for: .milliseconds(20))  // let the cancelled loads wind down
 }

@@ -36,15 +36,7 @@ func registerContentLoaderListBenchmarks() {
           for _ in 0..<3 { await Task.yield() }
           return (key, 1)
         })
-      var visible: [ContentLoader<Int, Int, Int>.Claim] = []
-      visible.reserveCapacity(visibleRows)
-      benchmark.startMeasurement()
-      for key in 0..<listKeys {
-        if visible.count == visibleRows { visible.removeFirst().end() }
-        visible.append(loader.begin(key))
-      }
-      for claim in visible { claim.end() }
-      benchmark.stopMeasurement()
+      scroll(loader, past: listKeys, benchmark)
     }
   }
 

@@ -11,9 +11,9 @@
 /// Releasing the end of a 100,000-deep `map` chain would otherwise run 100,000 nested `deinit`s —
 /// each one releasing its source from inside its own — and overflow the stack. A loadable's
 /// `deinit` hands what links it to other loadables (its sources, its declared dependencies) to
-/// this thread's queue instead, and the outermost `deinit` on the thread releases the queue in a
-/// loop: a source released there may queue its own sources, which the same loop then releases.
-/// The stack depth stays constant whatever the length of the chain.
+/// this thread's queue instead, and the outermost `deinit` on the thread releases its own links
+/// and then the queue in a loop: a source released there may queue its own sources, which the
+/// same loop then releases. The stack depth stays constant whatever the length of the chain.
 ///
 /// The queue is per thread, and only used from a `deinit`, which runs synchronously on one thread.
 enum DeferredRelease {
