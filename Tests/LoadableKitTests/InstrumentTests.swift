@@ -1,4 +1,4 @@
-import LoadableKit
+@testable import LoadableKit
 import LoadableKitTesting
 import Synchronization
 import Testing
@@ -77,7 +77,8 @@ final class RecordingInstrument: LoadInstrument {
   /// each attempt's parent is the attempt that asked for it.
   @Test func oneStartAndOneEndPerAttemptWithTheRightParentsInAGraphWithASharedDependency() async throws {
     let recorder = RecordingInstrument()
-    let table = AsyncLoadable(name: "table") { "table" }
+    let control = ControlledLoad<String>()
+    let table = control.makeLoadable().named("table")
     let parks = table.map { "parks on \($0)" }.named("parks")
     let trails = AsyncLoadable(name: "trails") { "trails" }
     trails.addDependency(table)
@@ -86,7 +87,12 @@ final class RecordingInstrument: LoadInstrument {
     map.addDependency(trails)
     for loadable in [table, parks, trails, map] { loadable.instrument = recorder }
 
-    try await map.load()
+    let load = Task { try await map.load() }
+    await control.waitForStart()
+    // The table is held until both layers wait for its one attempt.
+    await eventually { table.withState { $0.attempt?.waitingCount } == 2 }
+    #expect(control.resolve("table"))
+    try await load.value
 
     recorder.expectBalanced()
     #expect(recorder.starts.count == 4)

@@ -352,9 +352,21 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     }
   }
 
-  /// Raises the priority of the running attempt's task (a task's priority is never lowered).
+  /// Raises the priority of the running attempt's task (a task's priority is never lowered), or
+  /// passes it on through the attempt's driver.
   final func escalateRunningAttempt(to priority: TaskPriority) {
-    withState { $0.escalate(to: priority) }?.escalatePriority(to: priority)
+    let (task, driver) = withState { $0.escalate(to: priority) }
+    task?.escalatePriority(to: priority)
+    driver?.escalate(to: priority)
+  }
+
+  /// A caller joined the running attempt: raises its task's priority (or its driver's) to the
+  /// caller's, or has the attempt remember it until its task or driver is stored.
+  final func escalateJoined(_ task: Task<Void, Never>?, _ driver: (any AttemptDriver)?) {
+    let priority = Task.currentPriority
+    guard task != nil || driver != nil else { return escalateRunningAttempt(to: priority) }
+    task?.escalatePriority(to: priority)
+    driver?.escalate(to: priority)
   }
 
   /// Waits for the running attempt, joining it or starting one: the second half of
@@ -372,9 +384,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         switch decision {
         case .content(let content): continuation.resume(returning: content)
         case .failure(let error): continuation.resume(throwing: error)
-        case .joined(let task):
-          let priority = Task.currentPriority
-          (task ?? withState { $0.escalate(to: priority) })?.escalatePriority(to: priority)
+        case .joined(let task, let driver): escalateJoined(task, driver)
         case .none, .started: break
         }
         // Observers hear of `.loading` before the attempt starts, so that a fast attempt cannot
@@ -425,6 +435,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   ) {
     // Reports the start to the installed instruments; one atomic load when there are none.
     let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
+    if priority == nil && launchWithoutTask(attempt, probe: probe) { return }
     let task = TaskLaunch.start(priority: priority) {
       // The gate is almost always free: taken without a continuation then.
       if !self.withState({ $0.tryEnterGate() }) {
@@ -433,20 +444,30 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
-      let result = await self.runAttempt(attempt, probe: probe)
-      let (facts, effects, next) = self.withState { state in
-        (
-          probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now),
-          state.leaveGate()
-        )
-      }
-      next?.resume()
-      if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
-      self.perform(effects)
+      self.endAttempt(attempt, with: await self.runAttempt(attempt, probe: probe), probe: probe)
     }
     let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
     if let escalate { task.escalatePriority(to: escalate) }
     if cancel { task.cancel() }
+  }
+
+  /// Starts `attempt` without a task of its own, if this loadable can (a `map` or a `zip`, see
+  /// `CombinedLoadable`); `false` when it must run on a task.
+  func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool { false }
+
+  /// The attempt's work returned `result`: it is committed (unless the attempt was cancelled
+  /// meanwhile), the gate goes to the next attempt, the instruments hear of it, and the callers
+  /// and observers are told.
+  final func endAttempt(_ attempt: LoadStateMachine.Attempt, with result: Result<AnyContentBox, any Error>, probe: AttemptProbe?) {
+    let (facts, effects, next) = withState { state in
+      (
+        probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: .now),
+        state.leaveGate()
+      )
+    }
+    next?.resume()
+    if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
+    perform(effects)
   }
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
@@ -497,6 +518,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     if let task = effects.cancelTask {
       // Cancelling runs the task's cancellation handlers here, which may cascade to dependencies.
       Trampoline.run { task.cancel() }
+    }
+    if let driver = effects.cancelDriver {
+      Trampoline.run { driver.cancel() }  // the same cascade, for an attempt without a task
     }
     // Observers and live derived loadables hear of the change before the callers resume, so a
     // caller that returns from `fetch()` finds `map` results and status handlers up to date

@@ -368,7 +368,7 @@ protocol DependencyNode: Loadable {
   var runningAttemptContext: AttemptContext? { get }
   func joinAsDependent(
     _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64,
-    completion: @escaping LoadCompletion)
+    completion: @escaping DependentCompletion)
   func withdrawWaiter(_ waiterID: UInt64)
   /// The answer to `request` when it needs no waiting (``LoadStateMachine/immediate(_:needsSync:)``),
   /// or `nil`.

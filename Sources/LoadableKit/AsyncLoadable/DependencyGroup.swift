@@ -20,30 +20,41 @@ import Synchronization
 /// Every waiter is resumed exactly once, by the dependency (its attempt's end, or the withdrawal,
 /// which resumes it with `CancellationError`); the group's continuation is resumed exactly once,
 /// by whichever of success, the first failure and cancellation comes first.
-final class DependencyGroup: Sendable {
+final class DependencyGroup: AttemptDriver {
+  /// Each dependency's delivery, in order, or the first failure.
+  typealias Outcome = Result<[LoadDelivery], any Error>
+
   private struct Pending {
     let node: any DependencyNode
     let waiterID: UInt64
   }
 
   private struct State {
-    var continuation: UnsafeContinuation<Void, any Error>?
+    /// Called with the outcome, once.
+    var finish: (@Sendable (Outcome) -> Void)?
     /// Set once the outcome is decided: later arrivals are ignored, later registrations withdrawn.
     var isDecided = false
     /// The waits registered and not yet answered, by index.
     var pending: [Int: Pending] = [:]
     var remaining: Int
+    /// The deliveries so far, by the index of the dependency in the group's caller's list.
+    var deliveries: [LoadDelivery?]
+    /// The highest priority passed on to the dependencies (an attempt without a task).
+    var escalated: TaskPriority?
   }
 
   private let state: Mutex<State>
   private let context: AttemptContext
   /// The dependencies waited for, by index.
   private let nodes: [any DependencyNode]
+  /// For each of them, its index in the caller's list.
+  private let positions: [Int]
 
-  private init(_ nodes: [any DependencyNode], context: AttemptContext) {
-    self.state = Mutex(State(remaining: nodes.count))
+  private init(_ nodes: [any DependencyNode], positions: [Int], deliveries: [LoadDelivery?], context: AttemptContext) {
+    self.state = Mutex(State(remaining: nodes.count, deliveries: deliveries))
     self.context = context
     self.nodes = nodes
+    self.positions = positions
   }
 
   /// Waits until every node delivered, or throws the first failure.
@@ -56,22 +67,80 @@ final class DependencyGroup: Sendable {
   ///   ``LoadableError/dependencyCycle`` (checked for every node waited for before any wait
   ///   begins).
   nonisolated(nonsending) static func loadAll(_ all: [any DependencyNode], in context: AttemptContext) async throws {
+    guard case .wait(let group, let requests) = try prepare(all, in: context) else { return }
+    try await withTaskCancellationHandler {
+      try await group.escalatingPriority {
+        _ = try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[LoadDelivery], any Error>) in
+          group.start(requests: requests) { continuation.resume(with: $0) }
+        }
+      }
+    } onCancel: {
+      group.decide(.failure(CancellationError()))
+    }
+  }
+
+  /// Waits for every node without a task: `finish` is called once, with every node's delivery in
+  /// order or the first failure, after the locks are released (at once, on this thread, when no
+  /// node needs waiting for). Returns the group, which the attempt stores as its driver (to
+  /// cancel it, and to pass a raised priority on), or `nil` when it was decided at once.
+  static func begin(
+    _ all: [any DependencyNode], in context: AttemptContext, finish: @escaping @Sendable (Outcome) -> Void
+  ) -> DependencyGroup? {
+    switch Result(catching: { try prepare(all, in: context, keepingDeliveries: true) }) {
+    case .failure(let error):
+      finish(.failure(error))
+      return nil
+    case .success(.answered(let deliveries)):
+      finish(.success(deliveries))
+      return nil
+    case .success(.wait(let group, let requests)):
+      group.start(requests: requests, finish: finish)
+      return group
+    }
+  }
+
+  private enum Preparation {
+    /// Every node answered at once (their deliveries, when kept).
+    case answered([LoadDelivery])
+    /// The group of the nodes that must be waited for, with their requests.
+    case wait(DependencyGroup, [LoadRequest])
+  }
+
+  /// Asks every node for an immediate answer, and makes the group of those that have none.
+  /// Every edge is recorded, and checked for a cycle, before the first wait begins.
+  private static func prepare(
+    _ all: [any DependencyNode], in context: AttemptContext, keepingDeliveries: Bool = false
+  ) throws -> Preparation {
     var nodes: [any DependencyNode] = []
     var requests: [LoadRequest] = []
+    var positions: [Int] = []
+    var deliveries: [LoadDelivery?] = keepingDeliveries ? Array(repeating: nil, count: all.count) : []
     nodes.reserveCapacity(all.count)
     requests.reserveCapacity(all.count)
-    for node in all {
+    positions.reserveCapacity(all.count)
+    for (position, node) in all.enumerated() {
       let request = context.request(for: node)
       switch node.immediateAnswer(to: request) {
-      case .success?: continue
+      case .success(let delivery)?:
+        guard keepingDeliveries else { continue }
+        // The content of a loaded node is its answer. A node that answered at once while it
+        // loads (asked if needed) is read as `performLoad()` reads it: waited for with a plain
+        // load, which gives its new content (the attempt already gave it its intent).
+        if node.erasedState.status == .loaded {
+          deliveries[position] = delivery
+        } else {
+          nodes.append(node)
+          requests.append(.load)
+          positions.append(position)
+        }
       case .failure(let error)?: throw error  // nothing started yet: nothing to withdraw
       case nil:
         nodes.append(node)
         requests.append(request)
+        positions.append(position)
       }
     }
-    guard !nodes.isEmpty else { return }
-    // Every edge is recorded, and checked for a cycle, before the first wait begins.
+    guard !nodes.isEmpty else { return .answered(deliveries.map { $0 ?? LoadDelivery(contentBox: nil, version: 0) }) }
     var begun = 0
     do {
       for node in nodes {
@@ -82,29 +151,20 @@ final class DependencyGroup: Sendable {
       for node in nodes[..<begun] { context.endWait(on: node) }
       throw error
     }
-    let group = DependencyGroup(nodes, context: context)
-    try await withTaskCancellationHandler {
-      try await group.escalatingPriority {
-        try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-          group.start(requests: requests, continuation: continuation)
-        }
-      }
-    } onCancel: {
-      group.decide(.failure(CancellationError()))
-    }
+    return .wait(DependencyGroup(nodes, positions: positions, deliveries: deliveries, context: context), requests)
   }
 
   /// Registers a waiter on each node, stopping early once the outcome is decided.
-  private func start(requests: [LoadRequest], continuation: UnsafeContinuation<Void, any Error>) {
+  private func start(requests: [LoadRequest], finish: @escaping @Sendable (Outcome) -> Void) {
     let alreadyDecided = state.withLock(owner: self) { state in
       if state.isDecided { return true }
-      state.continuation = continuation
+      state.finish = finish
       return false
     }
     if alreadyDecided {
       // Cancelled before the first wait: nothing was registered.
       for node in nodes { context.endWait(on: node) }
-      continuation.resume(throwing: CancellationError())
+      finish(.failure(CancellationError()))
       return
     }
     for (index, node) in nodes.enumerated() {
@@ -118,8 +178,8 @@ final class DependencyGroup: Sendable {
         for node in nodes[index...] { context.endWait(on: node) }
         return
       }
-      node.joinAsDependent(requests[index], from: context, waiterID: waiterID) { error in
-        self.arrive(index, error: error)
+      node.joinAsDependent(requests[index], from: context, waiterID: waiterID) { result in
+        self.arrive(index, result)
       }
       // Decided while the waiter was being registered: the decision may have withdrawn the waits
       // before this one existed, so withdraw it again (a no-op once answered or withdrawn).
@@ -133,48 +193,77 @@ final class DependencyGroup: Sendable {
   ///
   /// Each registered waiter arrives exactly once, so its edge ends here first, before the outcome
   /// can be decided: once the caller resumes, no edge of an answered wait is left.
-  private func arrive(_ index: Int, error: (any Error)?) {
+  private func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
     context.endWait(on: nodes[index])
     let decision = state.withLock(owner: self) { state -> Decision? in
       guard state.pending.removeValue(forKey: index) != nil else { return nil }
       state.remaining -= 1
-      guard !state.isDecided, error != nil || state.remaining == 0 else { return nil }
-      // The last success, or the first failure: decided under the lock, so that no success can
-      // slip in between a failure and its decision.
-      return takeDecision(&state)
+      if case .success(let delivery) = result, !state.deliveries.isEmpty {
+        state.deliveries[positions[index]] = delivery
+      }
+      guard !state.isDecided else { return nil }
+      switch result {
+      case .failure(let error):
+        // The first failure: decided under the lock, so that no success can slip in between a
+        // failure and its decision.
+        return takeDecision(&state, .failure(error))
+      case .success:
+        guard state.remaining == 0 else { return nil }
+        return takeDecision(&state, .success(state.deliveries.map { $0 ?? LoadDelivery(contentBox: nil, version: 0) }))
+      }
     }
-    if let decision { finish(decision, with: error.map { .failure($0) } ?? .success(())) }
+    if let decision { finish(decision) }
   }
 
   /// Decides the outcome, if still open: resumes the caller and withdraws the pending waits.
-  private func decide(_ outcome: Result<Void, any Error>) {
-    guard let decision = state.withLock(owner: self, { state in state.isDecided ? nil : takeDecision(&state) }) else {
+  private func decide(_ outcome: Outcome) {
+    guard let decision = state.withLock(owner: self, { state in state.isDecided ? nil : takeDecision(&state, outcome) }) else {
       return
     }
-    finish(decision, with: outcome)
+    finish(decision)
   }
 
   private struct Decision {
-    let continuation: UnsafeContinuation<Void, any Error>?
+    let finish: (@Sendable (Outcome) -> Void)?
+    let outcome: Outcome
     let withdrawn: [Pending]
   }
 
-  private func takeDecision(_ state: inout State) -> Decision {
+  private func takeDecision(_ state: inout State, _ outcome: Outcome) -> Decision {
     state.isDecided = true
-    defer { state.continuation = nil }
-    return Decision(continuation: state.continuation, withdrawn: Array(state.pending.values))
+    defer { state.finish = nil }
+    return Decision(finish: state.finish, outcome: outcome, withdrawn: Array(state.pending.values))
   }
 
-  /// Withdraws the waits still pending, then resumes the caller: as a task group cancels its
+  /// Withdraws the waits still pending, then hands the outcome on: as a task group cancels its
   /// children before it throws, the cascade to what only this attempt wanted is done when the
   /// attempt fails. Each withdrawn waiter is resumed with `CancellationError` by its node and
-  /// arrives in ``arrive(_:error:)``, which ends its edge; the outcome is already decided. (A
+  /// arrives in ``arrive(_:_:)``, which ends its edge; the outcome is already decided. (A
   /// dependency whose attempt had already ended, and whose thread is still telling its observers,
   /// arrives a moment later: its edge belongs to an attempt that is over, which no cycle walk
   /// reaches any more.)
-  private func finish(_ decision: Decision, with outcome: Result<Void, any Error>) {
+  private func finish(_ decision: Decision) {
     for wait in decision.withdrawn { wait.node.withdrawWaiter(wait.waiterID) }
-    decision.continuation?.resume(with: outcome)
+    decision.finish?(decision.outcome)
+  }
+
+  // MARK: - Driving an attempt without a task
+
+  /// The attempt was cancelled: the waits are withdrawn and the outcome is `CancellationError`.
+  func cancel() {
+    decide(.failure(CancellationError()))
+  }
+
+  /// Passes a raised priority on to the dependencies still awaited, once per higher priority.
+  func escalate(to priority: TaskPriority) {
+    let nodes = state.withLock(owner: self) { state -> [any DependencyNode] in
+      if state.isDecided { return [] }
+      if let escalated = state.escalated, priority <= escalated { return [] }
+      state.escalated = priority
+      return state.pending.values.map(\.node)
+    }
+    guard !nodes.isEmpty else { return }
+    Trampoline.run { for node in nodes { node.escalateRunningAttempt(to: priority) } }
   }
 
   /// Passes a raised priority on to the dependencies still awaited (as each waiting child task
@@ -196,12 +285,12 @@ final class DependencyGroup: Sendable {
 
 extension AsyncLoadable {
   /// Joins or starts an attempt for a dependent's attempt, as ``request(_:from:)`` does, but
-  /// waiting with `completion` instead of the calling task: called once, with `nil` or the error,
-  /// after the lock is released. The wait does not make the attempt wanted (a cascading cancel
-  /// still applies to it); ``withdrawWaiter(_:)`` withdraws it.
+  /// waiting with `completion` instead of the calling task: called once, with the delivery or the
+  /// error, after the lock is released. The wait does not make the attempt wanted (a cascading
+  /// cancel still applies to it); ``withdrawWaiter(_:)`` withdraws it.
   func joinAsDependent(
     _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64,
-    completion: @escaping LoadCompletion
+    completion: @escaping DependentCompletion
   ) {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     let (decision, event) = withState {
@@ -212,11 +301,9 @@ extension AsyncLoadable {
     AttemptContext.outside {
       deliver(event, contentChanged: false)
       switch decision {
-      case .content: completion(nil)
-      case .failure(let error): completion(error)
-      case .joined(let task):
-        let priority = Task.currentPriority
-        (task ?? withState { $0.escalate(to: priority) })?.escalatePriority(to: priority)
+      case .content(let delivery): completion(.success(delivery))
+      case .failure(let error): completion(.failure(error))
+      case .joined(let task, let driver): escalateJoined(task, driver)
       case .none: break
       case .started(let attempt): launch(attempt, parent: context)
       }

@@ -188,7 +188,7 @@ struct LoadStateMachine {
       default:
         if callerCancelled { return (.failure(CancellationError()), nil) }
         if let waiter { attempt.add(waiter) }
-        return (.joined(attempt.task), nil)
+        return (.joined(attempt.task, attempt.driver), nil)
       }
     case .notLoaded:
       break
@@ -211,13 +211,19 @@ struct LoadStateMachine {
     return (self.attempt !== attempt && !attempt.finished, attempt.pendingPriority)
   }
 
-  /// A caller joined the running attempt at `priority`: returns its task to escalate, or, when
-  /// the task is not stored yet, remembers the priority for ``attach(_:to:)``.
-  mutating func escalate(to priority: TaskPriority) -> Task<Void, Never>? {
-    guard let attempt else { return nil }
-    if let task = attempt.task { return task }
+  /// Stores the driver of an attempt that runs without a task, as ``attach(_:to:)`` does a task.
+  mutating func attach(driver: any AttemptDriver, to attempt: Attempt) -> (cancel: Bool, escalate: TaskPriority?) {
+    attempt.driver = driver
+    return (self.attempt !== attempt && !attempt.finished, attempt.pendingPriority)
+  }
+
+  /// A caller joined the running attempt at `priority`: returns its task or driver to escalate,
+  /// or, when neither is stored yet, remembers the priority for ``attach(_:to:)``.
+  mutating func escalate(to priority: TaskPriority) -> (task: Task<Void, Never>?, driver: (any AttemptDriver)?) {
+    guard let attempt else { return (nil, nil) }
+    if attempt.task != nil || attempt.driver != nil { return (attempt.task, attempt.driver) }
     attempt.pendingPriority = max(attempt.pendingPriority ?? priority, priority)
-    return nil
+    return (nil, nil)
   }
 
   /// Takes the gate if it is free. Returns whether it did.
@@ -297,7 +303,7 @@ struct LoadStateMachine {
     error = failure
     var effects = Effects(
       waiters: attempt.waiters, result: .failure(failure), event: setStatus(.failed), cancelTask: attempt.task,
-      released: released)
+      cancelDriver: attempt.driver, released: released)
     effects.endedAttempt = true
     effects.attemptCommitted = false
     return effects
@@ -324,6 +330,7 @@ struct LoadStateMachine {
     self.attempt = nil
     var effects = Effects()
     effects.cancelTask = attempt.task
+    effects.cancelDriver = attempt.driver
     effects.released = Released(attempt: attempt, content: contentBox, error: error)
     effects.released.context = attempt.context.take()
     effects.endedAttempt = true

@@ -22,6 +22,8 @@ struct LoadDelivery: Sendable {
 }
 
 typealias LoadCompletion = @Sendable ((any Error)?) -> Void
+/// How a dependent's attempt hears of a dependency's: the delivery, or the error.
+typealias DependentCompletion = @Sendable (Result<LoadDelivery, any Error>) -> Void
 
 /// Somebody waiting for the running attempt.
 enum LoadWaiter {
@@ -29,16 +31,24 @@ enum LoadWaiter {
   case completion(LoadCompletion)
   /// A dependent's attempt waiting without a task of its own (``DependencyGroup``): like a
   /// completion handler, but it does not make the attempt wanted.
-  case dependent(LoadCompletion)
+  case dependent(DependentCompletion)
 
   func resume(with result: Result<LoadDelivery, any Error>) {
     switch (self, result) {
     case (.task(let continuation), _): continuation.resume(with: result)
-    case (.completion(let handler), .success), (.dependent(let handler), .success): handler(nil)
-    case (.completion(let handler), .failure(let error)), (.dependent(let handler), .failure(let error)):
-      handler(error)
+    case (.completion(let handler), .success): handler(nil)
+    case (.completion(let handler), .failure(let error)): handler(error)
+    case (.dependent(let handler), _): handler(result)
     }
   }
+}
+
+/// What runs an attempt that has no task of its own: a `map` or a `zip` whose attempt is its
+/// sources' attempts and a callback (``DependencyGroup``). Cancelling the attempt cancels it, and
+/// a caller's raised priority goes through it to the attempts it waits for.
+protocol AttemptDriver: AnyObject, Sendable {
+  func cancel()
+  func escalate(to priority: TaskPriority)
 }
 
 /// One running attempt. A class so the idle state stays small and the attempt can be
@@ -105,6 +115,8 @@ enum LoadWaiter {
   var context: AttemptContext?
   /// The task running the attempt; `nil` until the starter stores it.
   var task: Task<Void, Never>?
+  /// What runs the attempt when it has no task (``AttemptDriver``); `nil` until stored.
+  var driver: (any AttemptDriver)?
   /// The highest priority a caller asked for before the task was stored (the task may already
   /// run by then): applied when it is.
   var pendingPriority: TaskPriority?

@@ -249,8 +249,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// its place in the queue was moved under the lock).
   func reprioritize(_ entry: KeyedLoadable, to priority: ClaimPriority, raised: Bool) {
     if raised {
-      let priority = priority.taskPriority
-      entry.withState { $0.escalate(to: priority) }?.escalatePriority(to: priority)
+      entry.escalateRunningAttempt(to: priority.taskPriority)
     }
   }
 
