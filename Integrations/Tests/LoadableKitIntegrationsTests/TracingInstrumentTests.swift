@@ -1,5 +1,5 @@
 import InMemoryTracing
-import LoadableKit
+@testable import LoadableKit
 import LoadableKitTesting
 import LoadableKitTracing
 import Testing
@@ -9,7 +9,8 @@ import Testing
   @Test func spansFormTheTreeOfTheAttemptsThatAskedForThem() async throws {
     let tracer = InMemoryTracer()
     let instrument = TracingInstrument(tracer: tracer)
-    let table = AsyncLoadable(name: "table") { "table" }
+    let control = ControlledLoad<String>()
+    let table = control.makeLoadable().named("table")
     let parks = table.map { "parks on \($0)" }.named("parks")
     let trails = AsyncLoadable(name: "trails") { "trails" }
     trails.addDependency(table)
@@ -18,7 +19,12 @@ import Testing
     map.addDependency(trails)
     for loadable in [table, parks, trails, map] { loadable.instrument = instrument }
 
-    try await map.load()
+    let load = Task { try await map.load() }
+    await control.waitForStart()
+    // The table is held until both layers wait for its one attempt.
+    await eventually { table.waiterCount == 2 }
+    #expect(control.resolve("table"))
+    try await load.value
 
     let spans = tracer.finishedSpans
     #expect(spans.count == 4)
