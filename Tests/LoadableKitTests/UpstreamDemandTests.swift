@@ -46,6 +46,29 @@ struct UpstreamDemandTests {
     claim.end()
   }
 
+  /// A `map`'s attempt has no task of its own (issue 13): a caller who joins it at a higher
+  /// priority raises it through its driver, and so on to the task of the source at the bottom.
+  @Test func aHigherPriorityCallerRaisesTheSourceThroughAChainOfMaps() async throws {
+    let seen = Seen()
+    let gate = ControlledLoad<Void>()
+    let portal = AsyncLoadable<String>(name: "portal") {
+      try await gate.operation()
+      seen.record("portal")
+      return "portal"
+    }
+    let title = portal.map { "title of \($0)" }.map { $0.uppercased() }
+    let low = Task(priority: .background) { try await title.load() }
+    await gate.waitForStart()
+    let high = Task(priority: .high) { try await title.load() }
+    await eventually { title.waiterCount == 2 }
+    gate.resolve(())
+    try await high.value
+    try await low.value
+    #expect(title.content == "TITLE OF PORTAL")
+    let priority = try #require(seen["portal"])
+    #expect(priority >= .high, "the portal ran at \(priority)")
+  }
+
   @Test func withoutARaiseTheChainStaysInTheBackground() async throws {
     let seen = Seen()
     let gate = ControlledLoad<Void>()

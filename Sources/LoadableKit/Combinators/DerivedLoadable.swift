@@ -187,6 +187,66 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     return content
   }
 
+  // MARK: - An attempt without a task
+
+  /// The attempt runs without a task of its own: the sources' attempts run on theirs, and the
+  /// content is computed in a callback when the last one delivered. A chain of maps paid a task,
+  /// a continuation and two handlers a node, only to wait (issue 13). Only the plain case takes
+  /// this path: no declared dependency besides the sources, no load options, the gate free;
+  /// otherwise the attempt runs on a task, as any attempt does, with ``performLoad()``.
+  ///
+  /// The rules are the task's: the sources load concurrently with the attempt's intent, and each
+  /// wait is an edge of the wait-for graph while it lasts; the first failure fails the attempt and
+  /// withdraws the other waits; cancelling the attempt withdraws them (``DependencyGroup`` is its
+  /// driver); a caller's raised priority goes on to the sources. A chain starts and ends one level
+  /// inside the other at most 32 times (``Trampoline``), then on a new task.
+  override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
+    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
+    let sourceCount = sources.count
+    let begun = withState { state -> Bool in
+      guard state.attempt === attempt, state.extras?.settings?.options == nil,
+        (state.extras?.dependencies.count ?? 0) == sourceCount, state.tryEnterGate()
+      else { return false }
+      attempt.context = context
+      return true
+    }
+    guard begun else { return false }
+    Trampoline.run { self.drive(attempt, context: context, probe: probe) }
+    return true
+  }
+
+  private func drive(_ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?) {
+    let group = DependencyGroup.begin(sources, in: context) { outcome in
+      Trampoline.run { self.complete(attempt, context: context, probe: probe, with: outcome) }
+    }
+    guard let group else { return }  // decided at once
+    let (cancel, escalate) = withState { $0.attach(driver: group, to: attempt) }
+    if let escalate { group.escalate(to: escalate) }
+    if cancel { group.cancel() }
+  }
+
+  /// The sources delivered (or one failed, or the attempt was cancelled).
+  private func complete(
+    _ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?,
+    with outcome: DependencyGroup.Outcome
+  ) {
+    let result = outcome.flatMap { deliveries in
+      Result { () throws -> AnyContentBox in
+        var values: [AnyContentBox] = []
+        values.reserveCapacity(deliveries.count)
+        for delivery in deliveries {
+          guard let value = delivery.contentBox else { throw LoadableError.noContent }
+          values.append(value)
+        }
+        let content = try combine(values)
+        recordDerivation(sources: deliveries.map(\.version))
+        return ContentBox(content)
+      }
+    }
+    context.hasEnded.store(true, ordering: .releasing)
+    endAttempt(attempt, with: result, probe: probe)
+  }
+
   override func attemptDidEnd(committed: Bool) {
     let changed = changedDuringAttempt.exchange(false, ordering: .acquiringAndReleasing)
     if !committed {
