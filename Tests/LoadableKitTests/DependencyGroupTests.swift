@@ -159,6 +159,32 @@ struct DependencyGroupTests {
       }
     }
   }
+
+  /// A `map` whose sources can all answer at once has its attempt decided inside the call that
+  /// started it (it has no task of its own): a completion handler still runs after that call
+  /// returned (SPEC §1), as it would after an attempt on a task.
+  @Test func aMapsRetryCompletionRunsAfterTheCallThatStartedItReturned() async throws {
+    let source = AsyncLoadable(content: 2)
+    let throwsOnce = Mutex(true)
+    let owner = LockOwner()
+    let mapped = source.map { value -> Int in
+      if throwsOnce.withLock(owner: owner, { first in defer { first = false }; return first }) { throw Boom() }
+      return value * 10
+    }
+    #expect(mapped.loadStatus == .failed)  // the transform threw when the view was made
+    let returned = Mutex(false)
+    let (ran, signal) = AsyncStream.makeStream(of: (returnedFirst: Bool, failed: Bool).self)
+    mapped.retryLoad { error in
+      signal.yield((returned.withLock(owner: owner) { $0 }, error != nil))
+      signal.finish()
+    }
+    returned.withLock(owner: owner) { $0 = true }
+    var iterator = ran.makeAsyncIterator()
+    let outcome = try #require(await iterator.next())
+    #expect(outcome.returnedFirst, "the completion handler ran inside retryLoad(completion:)")
+    #expect(!outcome.failed)
+    #expect(mapped.content == 20)
+  }
 }
 
 /// Holds a loadable that a closure made before it needs it.
