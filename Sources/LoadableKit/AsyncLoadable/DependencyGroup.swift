@@ -34,8 +34,9 @@ final class DependencyGroup: AttemptDriver {
     var finish: (@Sendable (Outcome) -> Void)?
     /// Set once the outcome is decided: later arrivals are ignored, later registrations withdrawn.
     var isDecided = false
-    /// The waits registered and not yet answered, by index.
-    var pending: [Int: Pending] = [:]
+    /// The waits registered and not yet answered, by index (an array: most groups are small, and
+    /// a dictionary would allocate and hash for each).
+    var pending: [Pending?]
     var remaining: Int
     /// The deliveries so far, by the index of the dependency in the group's caller's list.
     var deliveries: [LoadDelivery?]
@@ -47,11 +48,11 @@ final class DependencyGroup: AttemptDriver {
   private let context: AttemptContext
   /// The dependencies waited for, by index.
   private let nodes: [any DependencyNode]
-  /// For each of them, its index in the caller's list.
+  /// For each of them, its index in the caller's list (when the deliveries are kept).
   private let positions: [Int]
 
   private init(_ nodes: [any DependencyNode], positions: [Int], deliveries: [LoadDelivery?], context: AttemptContext) {
-    self.state = Mutex(State(remaining: nodes.count, deliveries: deliveries))
+    self.state = Mutex(State(pending: Array(repeating: nil, count: nodes.count), remaining: nodes.count, deliveries: deliveries))
     self.context = context
     self.nodes = nodes
     self.positions = positions
@@ -117,7 +118,7 @@ final class DependencyGroup: AttemptDriver {
     var deliveries: [LoadDelivery?] = keepingDeliveries ? Array(repeating: nil, count: all.count) : []
     nodes.reserveCapacity(all.count)
     requests.reserveCapacity(all.count)
-    positions.reserveCapacity(all.count)
+    if keepingDeliveries { positions.reserveCapacity(all.count) }
     for (position, node) in all.enumerated() {
       let request = context.request(for: node)
       switch node.immediateAnswer(to: request) {
@@ -137,7 +138,7 @@ final class DependencyGroup: AttemptDriver {
       case nil:
         nodes.append(node)
         requests.append(request)
-        positions.append(position)
+        if keepingDeliveries { positions.append(position) }
       }
     }
     guard !nodes.isEmpty else { return .answered(deliveries.map { $0 ?? LoadDelivery(contentBox: nil, version: 0) }) }
@@ -196,7 +197,8 @@ final class DependencyGroup: AttemptDriver {
   private func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
     context.endWait(on: nodes[index])
     let decision = state.withLock(owner: self) { state -> Decision? in
-      guard state.pending.removeValue(forKey: index) != nil else { return nil }
+      guard state.pending[index] != nil else { return nil }
+      state.pending[index] = nil
       state.remaining -= 1
       if case .success(let delivery) = result, !state.deliveries.isEmpty {
         state.deliveries[positions[index]] = delivery
@@ -232,7 +234,7 @@ final class DependencyGroup: AttemptDriver {
   private func takeDecision(_ state: inout State, _ outcome: Outcome) -> Decision {
     state.isDecided = true
     defer { state.finish = nil }
-    return Decision(finish: state.finish, outcome: outcome, withdrawn: Array(state.pending.values))
+    return Decision(finish: state.finish, outcome: outcome, withdrawn: state.pending.compactMap { $0 })
   }
 
   /// Withdraws the waits still pending, then hands the outcome on: as a task group cancels its
@@ -260,7 +262,7 @@ final class DependencyGroup: AttemptDriver {
       if state.isDecided { return [] }
       if let escalated = state.escalated, priority <= escalated { return [] }
       state.escalated = priority
-      return state.pending.values.map(\.node)
+      return state.pending.compactMap { $0?.node }
     }
     guard !nodes.isEmpty else { return }
     Trampoline.run { for node in nodes { node.escalateRunningAttempt(to: priority) } }
@@ -277,7 +279,7 @@ final class DependencyGroup: AttemptDriver {
     try await withTaskPriorityEscalationHandler {
       try await operation()
     } onPriorityEscalated: { _, priority in
-      let nodes = self.state.withLock(owner: self) { $0.pending.values.map(\.node) }
+      let nodes = self.state.withLock(owner: self) { $0.pending.compactMap { $0?.node } }
       Trampoline.run { for node in nodes { node.escalateRunningAttempt(to: priority) } }
     }
   }
