@@ -14,14 +14,19 @@ struct UpstreamDemandTests {
     subscript(name: String) -> TaskPriority? { values.withLock(owner: self) { $0[name] } }
   }
 
-  @Test func raisingAClaimRaisesTheAttemptsItsLoadWaitsFor() async throws {
-    let seen = Seen()
-    let gate = ControlledLoad<Void>()
-    let portal = AsyncLoadable<String>(name: "portal") {
+  /// A portal that waits for `gate`, then records the priority it runs at.
+  static func portal(held gate: ControlledLoad<Void>, seen: Seen) -> AsyncLoadable<String> {
+    AsyncLoadable<String>(name: "portal") {
       try await gate.operation()
       seen.record("portal")
       return "portal"
     }
+  }
+
+  @Test func raisingAClaimRaisesTheAttemptsItsLoadWaitsFor() async throws {
+    let seen = Seen()
+    let gate = ControlledLoad<Void>()
+    let portal = Self.portal(held: gate, seen: seen)
     let item = AsyncLoadable<String>(name: "item") {
       let portal = try await portal.fetchIfNeeded()
       seen.record("item")
@@ -51,11 +56,7 @@ struct UpstreamDemandTests {
   @Test func aHigherPriorityCallerRaisesTheSourceThroughAChainOfMaps() async throws {
     let seen = Seen()
     let gate = ControlledLoad<Void>()
-    let portal = AsyncLoadable<String>(name: "portal") {
-      try await gate.operation()
-      seen.record("portal")
-      return "portal"
-    }
+    let portal = Self.portal(held: gate, seen: seen)
     let title = portal.map { "title of \($0)" }.map { $0.uppercased() }
     let low = Task(priority: .background) { try await title.load() }
     await gate.waitForStart()
@@ -72,11 +73,7 @@ struct UpstreamDemandTests {
   @Test func withoutARaiseTheChainStaysInTheBackground() async throws {
     let seen = Seen()
     let gate = ControlledLoad<Void>()
-    let portal = AsyncLoadable<String> {
-      try await gate.operation()
-      seen.record("portal")
-      return "portal"
-    }
+    let portal = Self.portal(held: gate, seen: seen)
     let item = AsyncLoadable<String> { try await portal.fetchIfNeeded() + " item" }
     let thumbnails = ContentLoader<String, String, Int> { key in (try await item.fetchIfNeeded() + key, 1) }
     let claim = await Task(priority: .background) { thumbnails.begin("row 9", priority: .background) }.value
