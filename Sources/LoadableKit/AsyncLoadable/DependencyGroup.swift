@@ -1,12 +1,15 @@
 import Synchronization
 
-/// Several dependencies of one attempt, awaited together from the attempt's own task: one
-/// continuation for the whole group, and one waiter on each dependency's attempt.
+/// Several dependencies of one attempt, awaited together: one waiter on each dependency's attempt,
+/// and one outcome for the whole group.
 ///
-/// This is what ``AttemptContext/loadAll(_:)`` does for dependencies that are ``AsyncLoadable``s
-/// (a `zip`'s inputs, a loadable's declared dependencies). A task group would start a child task
-/// per dependency only to wait for an attempt that already runs on a task of its own (issue 13:
-/// a `zip` paid two tasks per input).
+/// Two ways to wait. ``loadAll(_:in:)`` awaits the group from the attempt's own task, with one
+/// continuation: what ``AttemptContext/loadAll(_:)`` does for dependencies that are
+/// ``AsyncLoadable``s (a loadable's declared dependencies). A task group would start a child task
+/// per dependency only to wait for an attempt that already runs on a task of its own (issue 13: a
+/// `zip` paid two tasks per input). ``begin(_:in:finish:)`` waits without any task: the group is
+/// then the driver of an attempt that has none (a `map`'s or a `zip`'s), and calls `finish` with
+/// every dependency's delivery.
 ///
 /// It keeps the task group's rules:
 /// - every dependency loads concurrently, with the attempt's intent, and each wait is an edge of
@@ -14,12 +17,14 @@ import Synchronization
 /// - the first failure fails the group at once, and the waits still pending are withdrawn, as a
 ///   cancelled child task's would be: an attempt that only this one wanted is cancelled and put
 ///   back as it was (SPEC §2);
-/// - cancelling the attempt's task withdraws every pending wait and throws `CancellationError`;
+/// - cancelling the attempt (its task, or the group as its driver) withdraws every pending wait
+///   and ends the group with `CancellationError`;
 /// - a raised priority is passed on to every dependency still awaited.
 ///
 /// Every waiter is resumed exactly once, by the dependency (its attempt's end, or the withdrawal,
-/// which resumes it with `CancellationError`); the group's continuation is resumed exactly once,
-/// by whichever of success, the first failure and cancellation comes first.
+/// which resumes it with `CancellationError`); the group's outcome (its continuation, or
+/// `finish`) is handed on exactly once, by whichever of success, the first failure and
+/// cancellation comes first.
 final class DependencyGroup: AttemptDriver {
   /// Each dependency's delivery, in order, or the first failure.
   typealias Outcome = Result<[LoadDelivery], any Error>
