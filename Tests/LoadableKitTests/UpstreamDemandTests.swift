@@ -14,10 +14,15 @@ struct UpstreamDemandTests {
     subscript(name: String) -> TaskPriority? { values.withLock(owner: self) { $0[name] } }
   }
 
-  /// A portal that waits for `gate`, then records the priority it runs at.
-  static func portal(held gate: ControlledLoad<Void>, seen: Seen) -> AsyncLoadable<String> {
+  /// A portal that waits for `gate`, then records the priority it runs at. With `raisedTo`, it
+  /// first waits (a bounded number of yields) for its task to be raised that far: a caller who
+  /// joins raises the attempt just after it is seen to join.
+  static func portal(held gate: ControlledLoad<Void>, seen: Seen, raisedTo: TaskPriority? = nil) -> AsyncLoadable<String> {
     AsyncLoadable<String>(name: "portal") {
       try await gate.operation()
+      if let raisedTo {
+        for _ in 0..<10_000 where Task.currentPriority < raisedTo { await Task.yield() }
+      }
       seen.record("portal")
       return "portal"
     }
@@ -56,7 +61,7 @@ struct UpstreamDemandTests {
   @Test func aHigherPriorityCallerRaisesTheSourceThroughAChainOfMaps() async throws {
     let seen = Seen()
     let gate = ControlledLoad<Void>()
-    let portal = Self.portal(held: gate, seen: seen)
+    let portal = Self.portal(held: gate, seen: seen, raisedTo: .high)
     let title = portal.map { "title of \($0)" }.map { $0.uppercased() }
     let low = Task(priority: .background) { try await title.load() }
     await gate.waitForStart()
