@@ -75,6 +75,27 @@ struct UpstreamDemandTests {
     #expect(priority >= .high, "the portal ran at \(priority)")
   }
 
+  /// An attempt that awaits several declared dependencies from its task (`DependencyGroup`)
+  /// passes its task's raise on to those it still waits for, as a task group's children would.
+  @Test func aRaisedAttemptRaisesTheDependenciesItAwaitsTogether() async throws {
+    let seen = Seen()
+    let gate = ControlledLoad<Void>()
+    let portal = Self.portal(held: gate, seen: seen, raisedTo: .high)
+    let basemap = AsyncLoadable<String>(name: "basemap") { "basemap" }
+    let map = AsyncLoadable<String>(name: "map") { "map" }
+    map.addDependency(portal)
+    map.addDependency(basemap)
+    let low = Task(priority: .background) { try await map.load() }
+    await gate.waitForStart()
+    let high = Task(priority: .high) { try await map.load() }
+    await eventually { map.waiterCount == 2 }
+    gate.resolve(())
+    try await high.value
+    try await low.value
+    let priority = try #require(seen["portal"])
+    #expect(priority >= .high, "the portal ran at \(priority)")
+  }
+
   @Test func withoutARaiseTheChainStaysInTheBackground() async throws {
     let seen = Seen()
     let gate = ControlledLoad<Void>()

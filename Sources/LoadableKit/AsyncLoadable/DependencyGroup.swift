@@ -43,9 +43,10 @@ final class DependencyGroup: AttemptDriver {
     /// a dictionary would allocate and hash for each).
     var pending: [Pending?]
     var remaining: Int
-    /// The deliveries so far, by the index of the dependency in the group's caller's list.
-    var deliveries: [LoadDelivery?]
-    /// The highest priority passed on to the dependencies (an attempt without a task).
+    /// The deliveries, by the index of the dependency in the group's caller's list (empty when
+    /// they are not kept); each slot is filled by the time the group succeeds.
+    var deliveries: [LoadDelivery]
+    /// The highest priority passed on to the dependencies so far.
     var escalated: TaskPriority?
   }
 
@@ -56,7 +57,7 @@ final class DependencyGroup: AttemptDriver {
   /// For each of them, its index in the caller's list (when the deliveries are kept).
   private let positions: [Int]
 
-  private init(_ nodes: [any DependencyNode], positions: [Int], deliveries: [LoadDelivery?], context: AttemptContext) {
+  private init(_ nodes: [any DependencyNode], positions: [Int], deliveries: [LoadDelivery], context: AttemptContext) {
     self.state = Mutex(State(pending: Array(repeating: nil, count: nodes.count), remaining: nodes.count, deliveries: deliveries))
     self.context = context
     self.nodes = nodes
@@ -120,7 +121,7 @@ final class DependencyGroup: AttemptDriver {
     var nodes: [any DependencyNode] = []
     var requests: [LoadRequest] = []
     var positions: [Int] = []
-    var deliveries: [LoadDelivery?] = keepingDeliveries ? Array(repeating: nil, count: all.count) : []
+    var deliveries = keepingDeliveries ? Array(repeating: LoadDelivery(contentBox: nil, version: 0), count: all.count) : []
     nodes.reserveCapacity(all.count)
     requests.reserveCapacity(all.count)
     if keepingDeliveries { positions.reserveCapacity(all.count) }
@@ -146,7 +147,7 @@ final class DependencyGroup: AttemptDriver {
         if keepingDeliveries { positions.append(position) }
       }
     }
-    guard !nodes.isEmpty else { return .answered(deliveries.map { $0 ?? LoadDelivery(contentBox: nil, version: 0) }) }
+    guard !nodes.isEmpty else { return .answered(deliveries) }
     var begun = 0
     do {
       for node in nodes {
@@ -216,7 +217,7 @@ final class DependencyGroup: AttemptDriver {
         return takeDecision(&state, .failure(error))
       case .success:
         guard state.remaining == 0 else { return nil }
-        return takeDecision(&state, .success(state.deliveries.map { $0 ?? LoadDelivery(contentBox: nil, version: 0) }))
+        return takeDecision(&state, .success(state.deliveries))
       }
     }
     if let decision { finish(decision) }
@@ -261,7 +262,8 @@ final class DependencyGroup: AttemptDriver {
     decide(.failure(CancellationError()))
   }
 
-  /// Passes a raised priority on to the dependencies still awaited, once per higher priority.
+  /// Passes a raised priority on to the dependencies still awaited, once per higher priority: the
+  /// driver's escalation, and the awaiting task's (``escalatingPriority(_:)``).
   func escalate(to priority: TaskPriority) {
     let nodes = state.withLock(owner: self) { state -> [any DependencyNode] in
       if state.isDecided { return [] }
@@ -273,8 +275,8 @@ final class DependencyGroup: AttemptDriver {
     Trampoline.run { for node in nodes { node.escalateRunningAttempt(to: priority) } }
   }
 
-  /// Passes a raised priority on to the dependencies still awaited (as each waiting child task
-  /// of a task group would).
+  /// Passes the awaiting task's raised priority on to the dependencies still awaited (as each
+  /// waiting child task of a task group would), through ``escalate(to:)``.
   nonisolated(nonsending) private func escalatingPriority(
     _ operation: nonisolated(nonsending) () async throws -> Void
   ) async throws {
@@ -284,8 +286,7 @@ final class DependencyGroup: AttemptDriver {
     try await withTaskPriorityEscalationHandler {
       try await operation()
     } onPriorityEscalated: { _, priority in
-      let nodes = self.state.withLock(owner: self) { $0.pending.compactMap { $0?.node } }
-      Trampoline.run { for node in nodes { node.escalateRunningAttempt(to: priority) } }
+      self.escalate(to: priority)
     }
   }
 }
