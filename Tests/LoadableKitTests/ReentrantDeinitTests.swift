@@ -127,6 +127,14 @@ struct ReentrantDeinitTests {
     _ = try await refresh
     await eventually { view.content?.tag == 2 }
     #expect(released.increment() >= 2)
+    // The view's own attempt, which runs without a task, replaces its content too: the content
+    // it replaced is released, and its deinit reads the view's status.
+    let before = released.count
+    async let fetched = view.fetch()
+    await fixture.control.waitForStart(3)
+    fixture.control.resolve(3)
+    #expect(try await fetched.tag == 3)
+    await eventually { released.count > before }
   }
 
   @Test func handlersAreReleasedAfterTheLock() async throws {
