@@ -14,6 +14,18 @@ struct UpstreamDemandTests {
     subscript(name: String) -> TaskPriority? { values.withLock(owner: self) { $0[name] } }
   }
 
+  /// Loads `loadable` from a background task, and once its attempt waits for `gate`, from a
+  /// high-priority task that joins that attempt; then opens `gate` and waits for both.
+  static func joinAtHighPriority<T: Sendable>(_ loadable: AsyncLoadable<T>, gate: ControlledLoad<Void>) async throws {
+    let low = Task(priority: .background) { try await loadable.load() }
+    await gate.waitForStart()
+    let high = Task(priority: .high) { try await loadable.load() }
+    await eventually { loadable.waiterCount == 2 }
+    gate.resolve(())
+    try await high.value
+    try await low.value
+  }
+
   /// A portal that waits for `gate`, then records the priority it runs at. With `raisedTo`, it
   /// first waits (a bounded number of yields) for its task to be raised that far: a caller who
   /// joins raises the attempt just after it is seen to join.
@@ -63,13 +75,7 @@ struct UpstreamDemandTests {
     let gate = ControlledLoad<Void>()
     let portal = Self.portal(held: gate, seen: seen, raisedTo: .high)
     let title = portal.map { "title of \($0)" }.map { $0.uppercased() }
-    let low = Task(priority: .background) { try await title.load() }
-    await gate.waitForStart()
-    let high = Task(priority: .high) { try await title.load() }
-    await eventually { title.waiterCount == 2 }
-    gate.resolve(())
-    try await high.value
-    try await low.value
+    try await Self.joinAtHighPriority(title, gate: gate)
     #expect(title.content == "TITLE OF PORTAL")
     let priority = try #require(seen["portal"])
     #expect(priority >= .high, "the portal ran at \(priority)")
@@ -85,13 +91,7 @@ struct UpstreamDemandTests {
     let map = AsyncLoadable<String>(name: "map") { "map" }
     map.addDependency(portal)
     map.addDependency(basemap)
-    let low = Task(priority: .background) { try await map.load() }
-    await gate.waitForStart()
-    let high = Task(priority: .high) { try await map.load() }
-    await eventually { map.waiterCount == 2 }
-    gate.resolve(())
-    try await high.value
-    try await low.value
+    try await Self.joinAtHighPriority(map, gate: gate)
     let priority = try #require(seen["portal"])
     #expect(priority >= .high, "the portal ran at \(priority)")
   }
