@@ -162,6 +162,9 @@ final class AttemptContext: Sendable {
   /// Set when the attempt's work returned: a task that inherited the context, even one that
   /// happens to reuse the attempt's task's address later, is not part of it.
   let hasEnded = Atomic<Bool>(false)
+  /// For an attempt without a task: set once its driver's `begin` returned, so that an outcome
+  /// decided before (inside the call that started the attempt) is told apart.
+  let driverBegun = Atomic<Bool>(false)
 
   /// Most attempts have one dependency (a `map`'s source): the first one claimed and the first
   /// wait are stored inline, and a set or a dictionary is built only for a second one.

@@ -29,9 +29,16 @@ final class DependencyGroup: AttemptDriver {
   /// Each dependency's delivery, in order, or the first failure.
   typealias Outcome = Result<[LoadDelivery], any Error>
 
-  private struct Pending {
-    let node: any DependencyNode
-    let waiterID: UInt64
+  /// The wait on one node: its request until its waiter is registered, then the waiter's
+  /// identifier until it is answered or withdrawn.
+  private enum Wait {
+    case unregistered(LoadRequest)
+    case pending(waiterID: UInt64)
+    case answered
+
+    var isPending: Bool {
+      if case .pending = self { true } else { false }
+    }
   }
 
   private struct State {
@@ -39,9 +46,9 @@ final class DependencyGroup: AttemptDriver {
     var finish: (@Sendable (Outcome) -> Void)?
     /// Set once the outcome is decided: later arrivals are ignored, later registrations withdrawn.
     var isDecided = false
-    /// The waits registered and not yet answered, by index (an array: most groups are small, and
-    /// a dictionary would allocate and hash for each).
-    var pending: [Pending?]
+    /// Each node's wait, by index (one array for the requests and the waiters: most groups have
+    /// one node, and each array is an allocation).
+    var waits: [Wait]
     var remaining: Int
     /// The deliveries, by the index of the dependency in the group's caller's list (empty when
     /// they are not kept); each slot is filled by the time the group succeeds.
@@ -52,13 +59,18 @@ final class DependencyGroup: AttemptDriver {
 
   private let state: Mutex<State>
   private let context: AttemptContext
-  /// The dependencies waited for, by index.
+  /// The dependencies waited for, by index: the caller's list itself when every node is waited
+  /// for (no copy), else the ones that are.
   private let nodes: [any DependencyNode]
-  /// For each of them, its index in the caller's list (when the deliveries are kept).
-  private let positions: [Int]
+  /// For each of them, its index in the caller's list (when the deliveries are kept); `nil` when
+  /// the two are the same.
+  private let positions: [Int]?
 
-  private init(_ nodes: [any DependencyNode], positions: [Int], deliveries: [LoadDelivery], context: AttemptContext) {
-    self.state = Mutex(State(pending: Array(repeating: nil, count: nodes.count), remaining: nodes.count, deliveries: deliveries))
+  private init(
+    _ nodes: [any DependencyNode], waits: [Wait], positions: [Int]?, deliveries: [LoadDelivery],
+    context: AttemptContext
+  ) {
+    self.state = Mutex(State(waits: waits, remaining: nodes.count, deliveries: deliveries))
     self.context = context
     self.nodes = nodes
     self.positions = positions
@@ -74,11 +86,11 @@ final class DependencyGroup: AttemptDriver {
   ///   ``LoadableError/dependencyCycle`` (checked for every node waited for before any wait
   ///   begins).
   nonisolated(nonsending) static func loadAll(_ all: [any DependencyNode], in context: AttemptContext) async throws {
-    guard case .wait(let group, let requests) = try prepare(all, in: context) else { return }
+    guard case .wait(let group) = try prepare(all, in: context) else { return }
     try await withTaskCancellationHandler {
       try await group.escalatingPriority {
         _ = try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[LoadDelivery], any Error>) in
-          group.start(requests: requests) { continuation.resume(with: $0) }
+          group.start { continuation.resume(with: $0) }
         }
       }
     } onCancel: {
@@ -100,8 +112,8 @@ final class DependencyGroup: AttemptDriver {
     case .success(.answered(let deliveries)):
       finish(.success(deliveries))
       return nil
-    case .success(.wait(let group, let requests)):
-      group.start(requests: requests, finish: finish)
+    case .success(.wait(let group)):
+      group.start(finish: finish)
       return group
     }
   }
@@ -109,45 +121,57 @@ final class DependencyGroup: AttemptDriver {
   private enum Preparation {
     /// Every node answered at once (their deliveries, when kept).
     case answered([LoadDelivery])
-    /// The group of the nodes that must be waited for, with their requests.
-    case wait(DependencyGroup, [LoadRequest])
+    /// The group of the nodes that must be waited for.
+    case wait(DependencyGroup)
   }
 
   /// Asks every node for an immediate answer, and makes the group of those that have none.
   /// Every edge is recorded, and checked for a cycle, before the first wait begins.
+  ///
+  /// In the common case every node is waited for: the group then keeps `all` itself, and its
+  /// positions are the indices; a copy of the waited ones is made at the first node that is not.
   private static func prepare(
     _ all: [any DependencyNode], in context: AttemptContext, keepingDeliveries: Bool = false
   ) throws -> Preparation {
-    var nodes: [any DependencyNode] = []
-    var requests: [LoadRequest] = []
-    var positions: [Int] = []
+    var waits: [Wait] = []
+    waits.reserveCapacity(all.count)
+    /// The nodes waited for and their positions, once one node is not.
+    var subset: (nodes: [any DependencyNode], positions: [Int])?
     var deliveries = keepingDeliveries ? Array(repeating: LoadDelivery(contentBox: nil, version: 0), count: all.count) : []
-    nodes.reserveCapacity(all.count)
-    requests.reserveCapacity(all.count)
-    if keepingDeliveries { positions.reserveCapacity(all.count) }
+    func wait(_ position: Int, _ request: LoadRequest) {
+      waits.append(.unregistered(request))
+      if subset != nil {
+        subset!.nodes.append(all[position])
+        subset!.positions.append(position)
+      }
+    }
+    func skip(_ position: Int) {
+      if subset == nil { subset = (Array(all[..<position]), Array(0..<position)) }
+    }
     for (position, node) in all.enumerated() {
       let request = context.request(for: node)
       switch node.immediateAnswer(to: request) {
       case .success(let delivery)?:
-        guard keepingDeliveries else { continue }
+        guard keepingDeliveries else {
+          skip(position)
+          continue
+        }
         // The content of a loaded node is its answer. A node that answered at once while it
         // loads (asked if needed) is read as `performLoad()` reads it: waited for with a plain
         // load, which gives its new content (the attempt already gave it its intent).
         if node.erasedState.status == .loaded {
           deliveries[position] = delivery
+          skip(position)
         } else {
-          nodes.append(node)
-          requests.append(.load)
-          positions.append(position)
+          wait(position, .load)
         }
       case .failure(let error)?: throw error  // nothing started yet: nothing to withdraw
       case nil:
-        nodes.append(node)
-        requests.append(request)
-        if keepingDeliveries { positions.append(position) }
+        wait(position, request)
       }
     }
-    guard !nodes.isEmpty else { return .answered(deliveries) }
+    guard !waits.isEmpty else { return .answered(deliveries) }
+    let nodes = subset?.nodes ?? all
     var begun = 0
     do {
       for node in nodes {
@@ -158,11 +182,14 @@ final class DependencyGroup: AttemptDriver {
       for node in nodes[..<begun] { context.endWait(on: node) }
       throw error
     }
-    return .wait(DependencyGroup(nodes, positions: positions, deliveries: deliveries, context: context), requests)
+    return .wait(
+      DependencyGroup(
+        nodes, waits: waits, positions: keepingDeliveries ? subset?.positions : nil, deliveries: deliveries,
+        context: context))
   }
 
   /// Registers a waiter on each node, stopping early once the outcome is decided.
-  private func start(requests: [LoadRequest], finish: @escaping @Sendable (Outcome) -> Void) {
+  private func start(finish: @escaping @Sendable (Outcome) -> Void) {
     let alreadyDecided = state.withLock(owner: self) { state in
       if state.isDecided { return true }
       state.finish = finish
@@ -176,21 +203,21 @@ final class DependencyGroup: AttemptDriver {
     }
     for (index, node) in nodes.enumerated() {
       let waiterID = nextUniqueID()
-      let registering = state.withLock(owner: self) { state -> Bool in
-        guard !state.isDecided else { return false }
-        state.pending[index] = Pending(node: node, waiterID: waiterID)
-        return true
+      let request = state.withLock(owner: self) { state -> LoadRequest? in
+        guard !state.isDecided, case .unregistered(let request) = state.waits[index] else { return nil }
+        state.waits[index] = .pending(waiterID: waiterID)
+        return request
       }
-      guard registering else {
+      guard let request else {
         for node in nodes[index...] { context.endWait(on: node) }
         return
       }
-      node.joinAsDependent(requests[index], from: context, waiterID: waiterID) { result in
+      node.joinAsDependent(request, from: context, waiterID: waiterID) { result in
         self.arrive(index, result)
       }
       // Decided while the waiter was being registered: the decision may have withdrawn the waits
       // before this one existed, so withdraw it again (a no-op once answered or withdrawn).
-      if state.withLock(owner: self, { $0.isDecided && $0.pending[index] != nil }) {
+      if state.withLock(owner: self, { $0.isDecided && $0.waits[index].isPending }) {
         node.withdrawWaiter(waiterID)
       }
     }
@@ -203,11 +230,11 @@ final class DependencyGroup: AttemptDriver {
   private func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
     context.endWait(on: nodes[index])
     let decision = state.withLock(owner: self) { state -> Decision? in
-      guard state.pending[index] != nil else { return nil }
-      state.pending[index] = nil
+      guard state.waits[index].isPending else { return nil }
+      state.waits[index] = .answered
       state.remaining -= 1
       if case .success(let delivery) = result, !state.deliveries.isEmpty {
-        state.deliveries[positions[index]] = delivery
+        state.deliveries[positions?[index] ?? index] = delivery
       }
       guard !state.isDecided else { return nil }
       switch result {
@@ -234,13 +261,20 @@ final class DependencyGroup: AttemptDriver {
   private struct Decision {
     let finish: (@Sendable (Outcome) -> Void)?
     let outcome: Outcome
-    let withdrawn: [Pending]
+    /// The waits still pending: each node's index and its waiter.
+    let withdrawn: [(index: Int, waiterID: UInt64)]
   }
 
   private func takeDecision(_ state: inout State, _ outcome: Outcome) -> Decision {
     state.isDecided = true
     defer { state.finish = nil }
-    return Decision(finish: state.finish, outcome: outcome, withdrawn: state.pending.compactMap { $0 })
+    var withdrawn: [(index: Int, waiterID: UInt64)] = []
+    if state.remaining > 0 {
+      for (index, wait) in state.waits.enumerated() {
+        if case .pending(let waiterID) = wait { withdrawn.append((index, waiterID)) }
+      }
+    }
+    return Decision(finish: state.finish, outcome: outcome, withdrawn: withdrawn)
   }
 
   /// Withdraws the waits still pending, then hands the outcome on: as a task group cancels its
@@ -251,7 +285,7 @@ final class DependencyGroup: AttemptDriver {
   /// arrives a moment later: its edge belongs to an attempt that is over, which no cycle walk
   /// reaches any more.)
   private func finish(_ decision: Decision) {
-    for wait in decision.withdrawn { wait.node.withdrawWaiter(wait.waiterID) }
+    for wait in decision.withdrawn { nodes[wait.index].withdrawWaiter(wait.waiterID) }
     decision.finish?(decision.outcome)
   }
 
@@ -269,7 +303,7 @@ final class DependencyGroup: AttemptDriver {
       if state.isDecided { return [] }
       if let escalated = state.escalated, priority <= escalated { return [] }
       state.escalated = priority
-      return state.pending.compactMap { $0?.node }
+      return state.waits.indices.filter { state.waits[$0].isPending }.map { self.nodes[$0] }
     }
     guard !nodes.isEmpty else { return }
     Trampoline.run { for node in nodes { node.escalateRunningAttempt(to: priority) } }

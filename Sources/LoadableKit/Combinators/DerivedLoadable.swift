@@ -216,9 +216,8 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   }
 
   private func drive(_ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?) {
-    let begun = BeginReturned()
     let group = DependencyGroup.begin(sources, in: context) { outcome in
-      if begun.value.load(ordering: .acquiring) {
+      if context.driverBegun.load(ordering: .acquiring) {
         Trampoline.run { self.complete(attempt, context: context, probe: probe, with: outcome) }
       } else {
         // Decided inside the call that started the attempt (every source answered at once): the
@@ -227,17 +226,11 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
         TaskLaunch.start { self.complete(attempt, context: context, probe: probe, with: outcome) }
       }
     }
-    begun.value.store(true, ordering: .releasing)
+    context.driverBegun.store(true, ordering: .releasing)
     guard let group else { return }  // decided at once
     let (cancel, escalate) = withState { $0.attach(driver: group, to: attempt) }
     if let escalate { group.escalate(to: escalate) }
     if cancel { group.cancel() }
-  }
-
-  /// Whether ``DependencyGroup/begin(_:in:finish:)`` returned: an outcome before that was decided
-  /// inside the call that started the attempt.
-  private final class BeginReturned: Sendable {
-    let value = Atomic(false)
   }
 
   /// The sources delivered (or one failed, or the attempt was cancelled).
