@@ -78,6 +78,34 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     }
   }
 
+  /// Records the versions of `deliveries` (one per source, in order) as the ones the content
+  /// derives from, in the array already there (an attempt without a task ends here: no array
+  /// made per load).
+  final func recordDerivation(from deliveries: [LoadDelivery]) {
+    _ = derivedFrom.withLock(owner: self) { derivedFrom -> (any DependencyNode)? in
+      if derivedFrom.sources.count == deliveries.count {
+        for index in deliveries.indices { derivedFrom.sources[index] = deliveries[index].version }
+      } else {
+        derivedFrom.sources = deliveries.map(\.version)
+      }
+      defer { derivedFrom.inner = nil }
+      return derivedFrom.inner?.node
+    }
+  }
+
+  /// Whether every source has content of the version the content was derived from: a source's
+  /// change then has nothing to apply. Read without building arrays, as most changes that reach
+  /// ``sourcesChanged()`` find (each node of a `map` chain that loads sees its source's).
+  final var isDerivedFromCurrentSources: Bool {
+    let versions = derivedVersions
+    guard versions.count == sources.count else { return false }
+    for (source, version) in zip(sources, versions) {
+      let state = source.erasedState
+      guard state.content != nil, state.version == version else { return false }
+    }
+    return true
+  }
+
   /// Records `versions` as the ones the content derives from, if they are all at least the
   /// recorded ones and one is newer; returns whether it did. A live update that lost a race with a
   /// newer one must not overwrite it.
@@ -95,7 +123,9 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
 
   /// Forgets which source versions the content was derived from (none is newer than 0).
   final func forgetDerivation() {
-    derivedFrom.withLock(owner: self) { $0.sources = Array(repeating: 0, count: $0.sources.count) }
+    derivedFrom.withLock(owner: self) { derivedFrom in
+      for index in derivedFrom.sources.indices { derivedFrom.sources[index] = 0 }
+    }
   }
 
   /// The loadable the last `flatMap` transform returned, if any.
@@ -247,7 +277,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
           values.append(value)
         }
         let content = try combine(values)
-        recordDerivation(sources: deliveries.map(\.version))
+        recordDerivation(from: deliveries)
         return ContentBox(content)
       }
     }
@@ -284,7 +314,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   /// from these versions): they return before ``apply(_:versions:)``, whose `Result<Content, …>`
   /// the unspecialized code would look up at run time.
   private func sourcesChanged() {
-    guard withState({ canApplyChange($0) }) else { return }
+    guard withState({ canApplyChange($0) }), !isDerivedFromCurrentSources else { return }
     let states = sources.map(\.erasedState)
     guard states.allSatisfy({ $0.content != nil }) else { return }
     let versions = states.map(\.version)
