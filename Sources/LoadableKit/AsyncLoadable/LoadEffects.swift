@@ -16,7 +16,7 @@ enum LoadDecision {
 
 /// What to do after an attempt ended, was cancelled, or lost a waiter.
 struct LoadEffects {
-  var waiters: [(id: UInt64, waiter: LoadWaiter)?] = []
+  var waiters = WaiterList()
   var result: Result<LoadDelivery, any Error> = .success(LoadDelivery(contentBox: nil, version: 0))
   var event: LoadStatusEvent?
   var cancelTask: Task<Void, Never>?

@@ -43,6 +43,30 @@ enum LoadWaiter {
   }
 }
 
+/// The waiters of an attempt, in registration order: the first one inline, the others in an
+/// array. Most attempts have one waiter (the caller that started it, or a dependent's group), and
+/// an array is an allocation. A waiter whose caller was cancelled leaves a `nil` behind.
+struct WaiterList: Sequence {
+  typealias Entry = (id: UInt64, waiter: LoadWaiter)
+  var first: Entry?
+  var rest: [Entry?] = []
+
+  struct Iterator: IteratorProtocol {
+    var first: Entry??
+    var rest: IndexingIterator<[Entry?]>
+
+    mutating func next() -> Entry?? {
+      if let first {
+        self.first = nil
+        return first
+      }
+      return rest.next()
+    }
+  }
+
+  func makeIterator() -> Iterator { Iterator(first: .some(first), rest: rest.makeIterator()) }
+}
+
 /// What runs an attempt that has no task of its own: a `map` or a `zip` whose attempt is its
 /// sources' attempts and a callback (``DependencyGroup``). Cancelling the attempt cancels it, and
 /// a caller's raised priority goes through it to the attempts it waits for.
@@ -58,9 +82,9 @@ protocol AttemptDriver: AnyObject, Sendable {
   let intent: LoadIntent
   /// Waiters in registration order (resumed in that order). A waiter whose caller was
   /// cancelled leaves a `nil` behind, so leaving costs O(1) however many others wait.
-  var waiters: [(id: UInt64, waiter: LoadWaiter)?] = []
-  /// Where each waiter still waiting sits in `waiters`, once `waiters` holds more than
-  /// ``scanLimit`` slots. Below that a waiter is found by scanning the few slots, and no
+  var waiters = WaiterList()
+  /// Where each waiter after the first still waiting sits in `waiters.rest`, once it holds more
+  /// than ``scanLimit`` slots. Below that a waiter is found by scanning the few slots, and no
   /// dictionary is built: most attempts have one or two waiters.
   private var slots: [UInt64: Int] = [:]
   static let scanLimit = 8
@@ -72,30 +96,41 @@ protocol AttemptDriver: AnyObject, Sendable {
 
   func add(_ waiter: (id: UInt64, waiter: LoadWaiter)) {
     joinedCount += 1
-    if waiters.count >= Self.scanLimit {
-      if waiters.count == Self.scanLimit { indexSlots() }
-      slots[waiter.id] = waiters.count
-    }
-    waiters.append(waiter)
     waitingCount += 1
+    if waiters.first == nil && waiters.rest.isEmpty {
+      waiters.first = waiter
+      return
+    }
+    if waiters.rest.count >= Self.scanLimit {
+      if waiters.rest.count == Self.scanLimit { indexSlots() }
+      slots[waiter.id] = waiters.rest.count
+    }
+    waiters.rest.append(waiter)
   }
 
   /// Removes a waiter that left. Its slot is freed at once; once most slots are empty the list
   /// is compacted, so a long run of callers that join and leave costs memory for those still
   /// waiting only (amortized O(1) a waiter).
   func remove(_ id: UInt64) -> (id: UInt64, waiter: LoadWaiter)? {
-    let found = waiters.count > Self.scanLimit ? slots.removeValue(forKey: id) : waiters.firstIndex { $0?.id == id }
+    if let first = waiters.first, first.id == id {
+      waiters.first = nil
+      waitingCount -= 1
+      return first
+    }
+    let found =
+      waiters.rest.count > Self.scanLimit ? slots.removeValue(forKey: id) : waiters.rest.firstIndex { $0?.id == id }
     guard let slot = found else { return nil }
-    let removed = waiters[slot]
-    waiters[slot] = nil
+    let removed = waiters.rest[slot]
+    waiters.rest[slot] = nil
     waitingCount -= 1
-    if waiters.count >= 32 && waitingCount * 4 < waiters.count { compact() }
+    if waiters.rest.count >= 32 && waitingCount * 4 < waiters.rest.count { compact() }
     return removed
   }
 
-  /// Indexes the slots of the waiters still waiting (`waiters` is growing past ``scanLimit``).
+  /// Indexes the slots of the waiters still waiting (`waiters.rest` is growing past
+  /// ``scanLimit``).
   private func indexSlots() {
-    for (slot, entry) in waiters.enumerated() {
+    for (slot, entry) in waiters.rest.enumerated() {
       if let entry { slots[entry.id] = slot }
     }
   }
@@ -104,13 +139,13 @@ protocol AttemptDriver: AnyObject, Sendable {
   private func compact() {
     var kept: [(id: UInt64, waiter: LoadWaiter)?] = []
     kept.reserveCapacity(waitingCount * 2)
-    for case let entry? in waiters { kept.append(entry) }
-    waiters = kept
+    for case let entry? in waiters.rest { kept.append(entry) }
+    waiters.rest = kept
     slots = [:]
-    if waiters.count > Self.scanLimit { indexSlots() }
+    if waiters.rest.count > Self.scanLimit { indexSlots() }
   }
   /// How many waiter slots are stored, including those of waiters that left.
-  var storedWaiterCount: Int { waiters.count }
+  var storedWaiterCount: Int { waiters.rest.count + (waiters.first == nil ? 0 : 1) }
   /// The attempt's context, once it runs: its waits are edges of the wait-for graph.
   var context: AttemptContext?
   /// The task running the attempt; `nil` until the starter stores it.
