@@ -543,11 +543,20 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// Tells the derived loadables that listen that the content changed. Deep chains are notified
   /// through a trampoline so a long `map` chain cannot overflow the stack.
+  ///
+  /// One listener (a `map` over this loadable) is called as it is; several are copied out of the
+  /// lock into an array.
   final func notifyContentListeners() {
-    let listeners = state.withLock(owner: self) { Array($0.extras?.contentListeners.values ?? [:].values) }
-    guard !listeners.isEmpty else { return }
-    Trampoline.run {
-      for listener in listeners { listener() }
+    let (one, several) = state.withLock(owner: self) { state -> ((@Sendable () -> Void)?, [@Sendable () -> Void]) in
+      guard let listeners = state.extras?.contentListeners, !listeners.isEmpty else { return (nil, []) }
+      return listeners.count == 1 ? (listeners.first!.value, []) : (nil, Array(listeners.values))
+    }
+    if let one {
+      Trampoline.run(one)
+    } else if !several.isEmpty {
+      Trampoline.run {
+        for listener in several { listener() }
+      }
     }
   }
 
