@@ -370,8 +370,7 @@ protocol DependencyNode: Loadable {
   /// The context of the attempt running now, once it has started running.
   var runningAttemptContext: AttemptContext? { get }
   func joinAsDependent(
-    _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64,
-    completion: @escaping DependentCompletion)
+    _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64, group: DependencyGroup, index: Int)
   func withdrawWaiter(_ waiterID: UInt64)
   /// The answer to `request` when it needs no waiting (``LoadStateMachine/immediate(_:needsSync:)``),
   /// or `nil`.

@@ -212,9 +212,7 @@ final class DependencyGroup: AttemptDriver {
         for node in nodes[index...] { context.endWait(on: node) }
         return
       }
-      node.joinAsDependent(request, from: context, waiterID: waiterID) { result in
-        self.arrive(index, result)
-      }
+      node.joinAsDependent(request, from: context, waiterID: waiterID, group: self, index: index)
       // Decided while the waiter was being registered: the decision may have withdrawn the waits
       // before this one existed, so withdraw it again (a no-op once answered or withdrawn).
       if state.withLock(owner: self, { $0.isDecided && $0.waits[index].isPending }) {
@@ -227,7 +225,7 @@ final class DependencyGroup: AttemptDriver {
   ///
   /// Each registered waiter arrives exactly once, so its edge ends here first, before the outcome
   /// can be decided: once the caller resumes, no edge of an answered wait is left.
-  private func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
+  func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
     context.endWait(on: nodes[index])
     let decision = state.withLock(owner: self) { state -> Decision? in
       guard state.waits[index].isPending else { return nil }
@@ -327,24 +325,24 @@ final class DependencyGroup: AttemptDriver {
 
 extension AsyncLoadable {
   /// Joins or starts an attempt for a dependent's attempt, as ``request(_:from:)`` does, but
-  /// waiting with `completion` instead of the calling task: called once, with the delivery or the
-  /// error, after the lock is released. The wait does not make the attempt wanted (a cascading
-  /// cancel still applies to it); ``withdrawWaiter(_:)`` withdraws it.
+  /// waiting as wait `index` of `group` instead of with the calling task: the group hears of it
+  /// once (``DependencyGroup/arrive(_:_:)``), with the delivery or the error, after the lock is
+  /// released. The wait does not make the attempt wanted (a cascading cancel still applies to
+  /// it); ``withdrawWaiter(_:)`` withdraws it.
   func joinAsDependent(
-    _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64,
-    completion: @escaping DependentCompletion
+    _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64, group: DependencyGroup, index: Int
   ) {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     let (decision, event) = withState {
       $0.decide(
-        request, needsSync: needsSync, waiter: (waiterID, .dependent(completion)), byDependent: true,
+        request, needsSync: needsSync, waiter: (waiterID, .dependent(group, index: index)), byDependent: true,
         callerCancelled: false)
     }
     AttemptContext.outside {
       deliver(event, contentChanged: false)
       switch decision {
-      case .content(let delivery): completion(.success(delivery))
-      case .failure(let error): completion(.failure(error))
+      case .content(let delivery): group.arrive(index, .success(delivery))
+      case .failure(let error): group.arrive(index, .failure(error))
       case .joined(let task, let driver): escalateJoined(task, driver)
       case .none: break
       case .started(let attempt): launch(attempt, parent: context)

@@ -22,23 +22,23 @@ struct LoadDelivery: Sendable {
 }
 
 typealias LoadCompletion = @Sendable ((any Error)?) -> Void
-/// How a dependent's attempt hears of a dependency's: the delivery, or the error.
-typealias DependentCompletion = @Sendable (Result<LoadDelivery, any Error>) -> Void
 
 /// Somebody waiting for the running attempt.
 enum LoadWaiter {
   case task(LoadContinuation)
   case completion(LoadCompletion)
-  /// A dependent's attempt waiting without a task of its own (``DependencyGroup``): like a
-  /// completion handler, but it does not make the attempt wanted.
-  case dependent(DependentCompletion)
+  /// A dependent's attempt waiting without a task of its own: the group it waits with, and the
+  /// index of this wait in it (``DependencyGroup/arrive(_:_:)``). Like a completion handler, but
+  /// it does not make the attempt wanted; the group itself, not a closure, so that a wait
+  /// allocates nothing of its own.
+  case dependent(DependencyGroup, index: Int)
 
   func resume(with result: Result<LoadDelivery, any Error>) {
     switch (self, result) {
     case (.task(let continuation), _): continuation.resume(with: result)
     case (.completion(let handler), .success): handler(nil)
     case (.completion(let handler), .failure(let error)): handler(error)
-    case (.dependent(let handler), _): handler(result)
+    case (.dependent(let group, let index), _): group.arrive(index, result)
     }
   }
 }
