@@ -241,14 +241,16 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
       return true
     }
     guard begun else { return false }
-    Trampoline.run { self.drive(attempt, context: context, probe: probe) }
+    @Sendable func drive() { self.drive(attempt, context: context, probe: probe) }
+    if !Trampoline.runHere(drive) { TaskLaunch.start(drive) }
     return true
   }
 
   private func drive(_ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?) {
     let group = DependencyGroup.begin(sources, in: context) { outcome in
       if context.driverBegun.load(ordering: .acquiring) {
-        Trampoline.run { self.complete(attempt, context: context, probe: probe, with: outcome) }
+        @Sendable func complete() { self.complete(attempt, context: context, probe: probe, with: outcome) }
+        if !Trampoline.runHere(complete) { TaskLaunch.start(complete) }
       } else {
         // Decided inside the call that started the attempt (every source answered at once): the
         // attempt ends on a task, so that a completion handler registered by that call runs after

@@ -17,15 +17,24 @@ enum Trampoline {
   static let maximumDepth = 32
 
   static func run(_ work: @escaping @Sendable () -> Void) {
-    let depth = self.depth
-    if depth < maximumDepth {
-      self.depth = depth + 1
-      defer { self.depth = depth }
-      work()
-    } else {
+    if !runHere(work) {
       // The new task runs from the bottom of a pool thread's stack, where the depth is 0.
-      TaskLaunch.start { work() }
+      TaskLaunch.start(work)
     }
+  }
+
+  /// Runs `work` here and returns `true` if the depth allows it; otherwise returns `false`, and
+  /// the caller starts a task for it. For the steps of a `map` chain, whose work is a local
+  /// function: passed here it is not an escaping closure, so nothing is allocated for it unless
+  /// it goes on a task.
+  @inline(__always)
+  static func runHere(_ work: () -> Void) -> Bool {
+    let depth = self.depth
+    guard depth < maximumDepth else { return false }
+    self.depth = depth + 1
+    defer { self.depth = depth }
+    work()
+    return true
   }
 
   /// How many `run`s are in progress on this thread, one inside the other.
