@@ -118,6 +118,17 @@ case "mapchain":
   for _ in 0..<count { end = end.map { $0 + 1 } }
   try await end.load()
   precondition(end.content == count)
+case "mapchain-unloaded":
+  // The map chain built and released without a load: `mapchain` minus this is the load alone,
+  // which is what the benchmark times.
+  let root = AsyncLoadable<Int> { 0 }
+  var end = root
+  for _ in 0..<count { end = end.map { $0 + 1 } }
+  consume(end)
+case "zip-unloaded":
+  // The zip's inputs and the zip built and released without a load (see `mapchain-unloaded`).
+  let inputs = (0..<count).map { index in AsyncLoadable<Int> { index } }
+  consume(zip(inputs))
 case "taskchain":
   // The map chain's baseline (Benchmarks' Pipelines.swift): as many tasks, each awaiting the one
   // before and adding one.
