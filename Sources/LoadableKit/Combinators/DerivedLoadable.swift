@@ -242,7 +242,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     }
     guard begun else { return false }
     @Sendable func drive() { self.drive(attempt, context: context, probe: probe) }
-    if !Trampoline.runHere(drive) { TaskLaunch.start(drive) }
+    if !Trampoline.runHere(drive) { Trampoline.onNewTask(drive) }
     return true
   }
 
@@ -250,7 +250,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     let group = DependencyGroup.begin(sources, in: context) { outcome in
       if context.driverBegun.load(ordering: .acquiring) {
         @Sendable func complete() { self.complete(attempt, context: context, probe: probe, with: outcome) }
-        if !Trampoline.runHere(complete) { TaskLaunch.start(complete) }
+        if !Trampoline.runHere(complete) { Trampoline.onNewTask(complete) }
       } else {
         // Decided inside the call that started the attempt (every source answered at once): the
         // attempt ends on a task, so that a completion handler registered by that call runs after

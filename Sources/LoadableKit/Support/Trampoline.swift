@@ -17,10 +17,15 @@ enum Trampoline {
   static let maximumDepth = 32
 
   static func run(_ work: @escaping @Sendable () -> Void) {
-    if !runHere(work) {
-      // The new task runs from the bottom of a pool thread's stack, where the depth is 0.
-      TaskLaunch.start(work)
-    }
+    if !runHere(work) { onNewTask(work) }
+  }
+
+  /// Runs `work` on a new task, which starts at the bottom of a pool thread's stack, where the
+  /// depth is 0. Not inlined: the asynchronous thunk around `work` would otherwise be allocated
+  /// before the depth is checked, on every `run`.
+  @inline(never)
+  static func onNewTask(_ work: @escaping @Sendable () -> Void) {
+    TaskLaunch.start(work)
   }
 
   /// Runs `work` here and returns `true` if the depth allows it; otherwise returns `false`, and
