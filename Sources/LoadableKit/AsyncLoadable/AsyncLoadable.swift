@@ -549,7 +549,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   final func notifyContentListeners() {
     let (one, several) = state.withLock(owner: self) { state -> ((@Sendable () -> Void)?, [@Sendable () -> Void]) in
       guard let listeners = state.extras?.contentListeners, !listeners.isEmpty else { return (nil, []) }
-      return listeners.count == 1 ? (listeners.first!.value, []) : (nil, Array(listeners.values))
+      return listeners.count == 1 ? (listeners.first!.value.call, []) : (nil, listeners.values.map(\.call))
     }
     if let one {
       Trampoline.run(one)
@@ -563,7 +563,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
     withState { state in
       let id = nextUniqueID()
-      state.more.contentListeners[id] = listener
+      state.more.contentListeners[id] = ContentListener(call: listener)
       return id
     }
   }

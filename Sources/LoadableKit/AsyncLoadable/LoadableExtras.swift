@@ -10,8 +10,14 @@
   /// Rarely set configuration (options, name).
   var settings: LoadableSettings?
   /// Derived loadables that recompute or go stale when the content changes.
-  var contentListeners: [UInt64: @Sendable () -> Void] = [:]
+  var contentListeners: [UInt64: ContentListener] = [:]
   /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
   var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
   var gateQueue: [UnsafeContinuation<Void, Never>] = []
+}
+
+/// A derived loadable's listener, in a struct: a closure stored in a dictionary directly is kept
+/// at the dictionary's abstraction, and each one read back needs a thunk allocated around it.
+struct ContentListener {
+  let call: @Sendable () -> Void
 }
