@@ -210,6 +210,20 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     preconditionFailure("CombinedLoadable subclasses override combine(_:)")
   }
 
+  /// ``combine(_:)`` of the sources' deliveries (an attempt without a task).
+  ///
+  /// - Throws: ``LoadableError/noContent`` when a source delivered none, or the combination's
+  ///   error.
+  func combine(deliveries: [LoadDelivery]) throws -> Content {
+    var values: [AnyContentBox] = []
+    values.reserveCapacity(deliveries.count)
+    for delivery in deliveries {
+      guard let value = delivery.contentBox else { throw LoadableError.noContent }
+      values.append(value)
+    }
+    return try combine(values)
+  }
+
   override func performLoad() async throws -> Content {
     let (values, versions) = try await loadSources()
     let content = try combine(values)
@@ -272,13 +286,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   ) {
     let result = outcome.flatMap { deliveries in
       Result { () throws -> AnyContentBox in
-        var values: [AnyContentBox] = []
-        values.reserveCapacity(deliveries.count)
-        for delivery in deliveries {
-          guard let value = delivery.contentBox else { throw LoadableError.noContent }
-          values.append(value)
-        }
-        let content = try combine(values)
+        let content = try combine(deliveries: deliveries)
         recordDerivation(from: deliveries)
         return ContentBox(content)
       }

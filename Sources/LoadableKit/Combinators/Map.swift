@@ -39,6 +39,12 @@ final class MappedLoadable<Source: Sendable, Content: Sendable>: CombinedLoadabl
   override func combine(_ values: [AnyContentBox]) throws -> Content {
     try transform(ContentBox<Source>.unbox(values[0]))
   }
+
+  /// The one delivery read as it is, without the array of values the general case builds.
+  override func combine(deliveries: [LoadDelivery]) throws -> Content {
+    guard let value = deliveries[0].contentBox else { throw LoadableError.noContent }
+    return try transform(ContentBox<Source>.unbox(value))
+  }
 }
 
 extension MappedLoadable: CombinatorNaming {
