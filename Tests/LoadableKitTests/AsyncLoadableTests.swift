@@ -28,6 +28,24 @@ struct AsyncLoadableTests {
     #expect(control.maxConcurrentAttempts == 1)
   }
 
+  /// Waiters resume in the order they joined, also after the first one left: the attempt keeps
+  /// its first waiter apart from the others, and one that joins after the first left comes after
+  /// those still waiting, not in the first one's place.
+  @Test func waitersResumeInTheOrderTheyJoinedAfterTheFirstLeft() async throws {
+    let (loadable, control) = try await makeLoadable(in: .notLoaded)
+    let first = Task { try await loadable.fetch() }
+    await eventually { loadable.waiterCount == 1 }
+    let resumed = Recorder<Int>()
+    loadable.load { _ in resumed.append(2) }
+    first.cancel()
+    await #expect(throws: CancellationError.self) { try await first.value }
+    loadable.load { _ in resumed.append(3) }
+    #expect(loadable.waiterCount == 2)
+    control.resolve(1)
+    await eventually { resumed.count == 2 }
+    #expect(resumed.values == [2, 3])
+  }
+
   @Test func cancellingACallerLeavesTheAttemptToTheOthers() async throws {
     let (loadable, control) = try await makeLoadable(in: .notLoaded)
     let first = Task { try await loadable.fetch() }
