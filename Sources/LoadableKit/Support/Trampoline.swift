@@ -20,12 +20,18 @@ enum Trampoline {
     if !runHere(work) { onNewTask(work) }
   }
 
-  /// Runs `work` on a new task, which starts at the bottom of a pool thread's stack, where the
-  /// depth is 0. Not inlined: the asynchronous thunk around `work` would otherwise be allocated
-  /// before the depth is checked, on every `run`.
+  /// Runs `work` on a new task, from depth 0: the task starts at the bottom of a thread's stack
+  /// (an executor runs a job from its own loop, not from inside the code that enqueued it). Not
+  /// inlined: the asynchronous thunk around `work` would otherwise be allocated before the depth
+  /// is checked, on every `run`.
   @inline(never)
   static func onNewTask(_ work: @escaping @Sendable () -> Void) {
-    TaskLaunch.start(work)
+    TaskLaunch.start {
+      let outer = depth
+      depth = 0
+      defer { depth = outer }
+      work()
+    }
   }
 
   /// Runs `work` here and returns `true` if the depth allows it; otherwise returns `false`, and
