@@ -11,8 +11,11 @@
 /// task past a fixed depth, so that a chain of ten thousand loadables cannot overflow the stack.
 ///
 /// The depth is the nesting of `run` on this thread's stack, so it is kept per thread: the work is
-/// synchronous, and a thread runs nothing else until it returns. (A task-local cost a push and a
-/// pop, about 700 instructions, on each of a `map` node's three runs.)
+/// synchronous, and what it runs inline (a cancellation handler, a listener) runs on the same
+/// stack and counts. A new task starts from its executor's loop, at depth 0 (an executor that ran
+/// jobs inside `enqueue` would defeat any trampoline). A task-local cost a push and a pop, about
+/// 700 instructions, on each of a `map` node's three runs, and was inherited by tasks started
+/// inside the work.
 enum Trampoline {
   static let maximumDepth = 32
 
@@ -20,18 +23,13 @@ enum Trampoline {
     if !runHere(work) { onNewTask(work) }
   }
 
-  /// Runs `work` on a new task, from depth 0: the task starts at the bottom of a thread's stack
-  /// (an executor runs a job from its own loop, not from inside the code that enqueued it). Not
-  /// inlined: the asynchronous thunk around `work` would otherwise be allocated before the depth
-  /// is checked, on every `run`.
+  /// Runs `work` on a new task, which starts from its executor's loop, where the depth is 0. (It
+  /// is not reset there: a task that did start on a deep stack, run by hand from inside a
+  /// listener, is counted from that stack's depth, as it should be.) Not inlined: the asynchronous
+  /// thunk around `work` would otherwise be allocated before the depth is checked, on every `run`.
   @inline(never)
   static func onNewTask(_ work: @escaping @Sendable () -> Void) {
-    TaskLaunch.start {
-      let outer = depth
-      depth = 0
-      defer { depth = outer }
-      work()
-    }
+    TaskLaunch.start(work)
   }
 
   /// Runs `work` here and returns `true` if the depth allows it; otherwise returns `false`, and
