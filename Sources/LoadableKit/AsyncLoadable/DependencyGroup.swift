@@ -134,19 +134,20 @@ final class DependencyGroup: AttemptDriver {
     _ all: [any DependencyNode], in context: AttemptContext, keepingDeliveries: Bool = false
   ) throws -> Preparation {
     var waits: [Wait] = []
-    waits.reserveCapacity(all.count)
-    /// The nodes waited for and their positions, once one node is not.
+    /// The nodes waited for and (when the deliveries are kept) their positions, once one node is
+    /// not.
     var subset: (nodes: [any DependencyNode], positions: [Int])?
     var deliveries = keepingDeliveries ? Array(repeating: LoadDelivery(contentBox: nil, version: 0), count: all.count) : []
     func wait(_ position: Int, _ request: LoadRequest) {
+      if waits.isEmpty { waits.reserveCapacity(all.count - position) }  // none if every node answers
       waits.append(.unregistered(request))
       if subset != nil {
         subset!.nodes.append(all[position])
-        subset!.positions.append(position)
+        if keepingDeliveries { subset!.positions.append(position) }
       }
     }
     func skip(_ position: Int) {
-      if subset == nil { subset = (Array(all[..<position]), Array(0..<position)) }
+      if subset == nil { subset = (Array(all[..<position]), keepingDeliveries ? Array(0..<position) : []) }
     }
     for (position, node) in all.enumerated() {
       let request = context.request(for: node)
