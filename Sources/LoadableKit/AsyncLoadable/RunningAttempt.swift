@@ -123,7 +123,8 @@ protocol AttemptDriver: AnyObject, Sendable {
     let removed = waiters.rest[slot]
     waiters.rest[slot] = nil
     waitingCount -= 1
-    if waiters.rest.count >= 32 && waitingCount * 4 < waiters.rest.count { compact() }
+    let waitingInRest = waitingCount - (waiters.first == nil ? 0 : 1)
+    if waiters.rest.count >= 32 && waitingInRest * 4 < waiters.rest.count { compact() }
     return removed
   }
 
