@@ -115,7 +115,10 @@ extension AsyncLoadable {
 /// An edge "attempt of `a` waits for `b`" exists while such a wait is in progress; it belongs to
 /// the attempt and is gone when the wait returns. Adding an edge first records it, then walks the
 /// waits from `b` — each loadable's running attempt and what that attempt waits for — looking for
-/// `a`. The walk costs the part of the graph reachable from `b`, takes one short lock at a time
+/// `a`. A ``DependencyGroup`` (a `zip`'s wait for its inputs, an attempt's for its declared
+/// dependencies) is recorded once, and keeps its own edges: each of its waits is an edge until it
+/// is answered, under the group's lock, so a wide group costs the context no hash and no lock
+/// per wait. The walk costs the part of the graph reachable from `b`, takes one short lock at a time
 /// (never a process-wide one), and is iterative. Of two waits that close a cycle at the same
 /// moment, each records its edge before it walks, so at least one of them sees the other's.
 final class AttemptContext: Sendable {
@@ -176,6 +179,10 @@ final class AttemptContext: Sendable {
     /// dependency waited for while it is waited for, then the others.
     var firstWait: (id: ObjectIdentifier, node: any DependencyNode, count: Int)?
     var moreWaits: [ObjectIdentifier: (node: any DependencyNode, count: Int)] = [:]
+    /// Groups of waits (``DependencyGroup``), each of which keeps its own edges: the first inline,
+    /// then the others.
+    var firstGroup: DependencyGroup?
+    var moreGroups: [DependencyGroup] = []
 
     /// Whether `id` received the intent.
     func hasClaimed(_ id: ObjectIdentifier) -> Bool {
@@ -229,6 +236,16 @@ final class AttemptContext: Sendable {
       targets.append(contentsOf: moreWaits.values.lazy.map(\.node))
       return targets
     }
+
+    /// Removes `group`; returns it (to release after the lock).
+    mutating func removeGroup(_ group: DependencyGroup) -> DependencyGroup? {
+      if firstGroup === group {
+        firstGroup = moreGroups.popLast()  // the first slot is filled while any group is left
+        return group
+      }
+      guard let index = moreGroups.firstIndex(where: { $0 === group }) else { return nil }
+      return moreGroups.remove(at: index)
+    }
   }
   private let state = Mutex(State())
 
@@ -276,9 +293,41 @@ final class AttemptContext: Sendable {
     _ = removed
   }
 
-  /// What this attempt waits for now.
+  /// Records that this attempt waits for the nodes of `group` that it has not answered yet (the
+  /// group keeps which: its edges end as its waits are answered, under its own lock, without a
+  /// hash or a lock of this context per wait), unless one of `nodes` closes a cycle. Each of
+  /// `nodes` is checked after the group is recorded, as ``beginWait(on:)`` checks its one edge.
+  ///
+  /// - Throws: ``LoadableError/dependencyCycle``, with the group no longer recorded.
+  func beginWaits(of group: DependencyGroup, on nodes: [any DependencyNode]) throws {
+    state.withLock(owner: self) { state in
+      if state.firstGroup == nil { state.firstGroup = group } else { state.moreGroups.append(group) }
+    }
+    for node in nodes where reaches(owner, from: node) {
+      endWaits(of: group)
+      throw LoadableError(
+        code: .dependencyCycle,
+        message: "\(LoadableNames.name(of: owner)) waits for \(LoadableNames.name(of: node)), which is already waiting for it")
+    }
+  }
+
+  /// `group` has no wait left in progress.
+  func endWaits(of group: DependencyGroup) {
+    // Released after the lock: the group holds the nodes it waited for.
+    let removed = state.withLock(owner: self) { $0.removeGroup(group) }
+    _ = removed
+  }
+
+  /// What this attempt waits for now: its own waits, then its groups' waits in progress.
   private var waitTargets: [any DependencyNode] {
-    state.withLock(owner: self) { $0.waitTargets }
+    let (targets, firstGroup, moreGroups) = state.withLock(owner: self) { state in
+      (state.waitTargets, state.firstGroup, state.moreGroups)
+    }
+    guard let firstGroup else { return targets }
+    var all = targets
+    all.append(contentsOf: firstGroup.waitedNodes)
+    for group in moreGroups { all.append(contentsOf: group.waitedNodes) }
+    return all
   }
 
   /// Whether `goal` can be reached from `start` by following running attempts' waits.

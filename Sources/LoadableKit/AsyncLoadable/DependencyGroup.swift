@@ -50,6 +50,9 @@ final class DependencyGroup: AttemptDriver {
     /// one node, and each array is an allocation).
     var waits: [Wait]
     var remaining: Int
+    /// How many waits are edges of the wait-for graph: not answered, and not dropped unregistered.
+    /// At 0 the group leaves its attempt's context.
+    var edges: Int
     /// The deliveries, by the index of the dependency in the group's caller's list (empty when
     /// they are not kept); each slot is filled by the time the group succeeds.
     var deliveries: [LoadDelivery]
@@ -70,7 +73,7 @@ final class DependencyGroup: AttemptDriver {
     _ nodes: [any DependencyNode], waits: [Wait], positions: [Int]?, deliveries: [LoadDelivery],
     context: AttemptContext
   ) {
-    self.state = Mutex(State(waits: waits, remaining: nodes.count, deliveries: deliveries))
+    self.state = Mutex(State(waits: waits, remaining: nodes.count, edges: nodes.count, deliveries: deliveries))
     self.context = context
     self.nodes = nodes
     self.positions = positions
@@ -173,20 +176,37 @@ final class DependencyGroup: AttemptDriver {
     }
     guard !waits.isEmpty else { return .answered(deliveries) }
     let nodes = subset?.nodes ?? all
-    var begun = 0
-    do {
-      for node in nodes {
-        try context.beginWait(on: node)
-        begun += 1
+    let group = DependencyGroup(
+      nodes, waits: waits, positions: keepingDeliveries ? subset?.positions : nil, deliveries: deliveries,
+      context: context)
+    try context.beginWaits(of: group, on: nodes)
+    return .wait(group)
+  }
+
+  /// The nodes whose waits are edges of the wait-for graph now (registered or about to be, and
+  /// not answered): what a cycle walk through this group's attempt follows.
+  var waitedNodes: [any DependencyNode] {
+    state.withLock(owner: self) { state in
+      state.waits.indices.compactMap { index -> (any DependencyNode)? in
+        if case .answered = state.waits[index] { return nil }
+        return nodes[index]
       }
-    } catch {
-      for node in nodes[..<begun] { context.endWait(on: node) }
-      throw error
     }
-    return .wait(
-      DependencyGroup(
-        nodes, waits: waits, positions: keepingDeliveries ? subset?.positions : nil, deliveries: deliveries,
-        context: context))
+  }
+
+  /// Drops the waits from `index` on that were never registered (the outcome was decided first):
+  /// they end as edges.
+  private func dropUnregistered(from index: Int) {
+    let noEdgesLeft = state.withLock(owner: self) { state -> Bool in
+      for later in index..<state.waits.count {
+        if case .unregistered = state.waits[later] {
+          state.waits[later] = .answered
+          state.edges -= 1
+        }
+      }
+      return state.edges == 0
+    }
+    if noEdgesLeft { context.endWaits(of: self) }
   }
 
   /// Registers a waiter on each node, stopping early once the outcome is decided.
@@ -198,7 +218,7 @@ final class DependencyGroup: AttemptDriver {
     }
     if alreadyDecided {
       // Cancelled before the first wait: nothing was registered.
-      for node in nodes { context.endWait(on: node) }
+      dropUnregistered(from: 0)
       finish(.failure(CancellationError()))
       return
     }
@@ -210,7 +230,7 @@ final class DependencyGroup: AttemptDriver {
         return request
       }
       guard let request else {
-        for node in nodes[index...] { context.endWait(on: node) }
+        dropUnregistered(from: index)
         return
       }
       node.joinAsDependent(request, from: context, waiterID: waiterID, group: self, index: index)
@@ -224,14 +244,18 @@ final class DependencyGroup: AttemptDriver {
 
   /// A dependency delivered (or its wait was withdrawn, which arrives as `CancellationError`).
   ///
-  /// Each registered waiter arrives exactly once, so its edge ends here first, before the outcome
-  /// can be decided: once the caller resumes, no edge of an answered wait is left.
+  /// Each registered waiter arrives exactly once, so its edge ends here, under the lock that
+  /// decides the outcome: once the caller resumes, no edge of an answered wait is left. The group
+  /// leaves its attempt's context with its last edge.
   func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
-    context.endWait(on: nodes[index])
+    var noEdgesLeft = false
+    defer { if noEdgesLeft { context.endWaits(of: self) } }
     let decision = state.withLock(owner: self) { state -> Decision? in
       guard state.waits[index].isPending else { return nil }
       state.waits[index] = .answered
       state.remaining -= 1
+      state.edges -= 1
+      noEdgesLeft = state.edges == 0
       if case .success(let delivery) = result, !state.deliveries.isEmpty {
         state.deliveries[positions?[index] ?? index] = delivery
       }
