@@ -49,10 +49,11 @@ final class DependencyGroup: AttemptDriver {
     /// Each node's wait, by index (one array for the requests and the waiters: most groups have
     /// one node, and each array is an allocation).
     var waits: [Wait]
-    var remaining: Int
-    /// How many waits are edges of the wait-for graph: not answered, and not dropped unregistered.
-    /// At 0 the group leaves its attempt's context.
-    var edges: Int
+    /// How many waits are not answered (a wait dropped before it was registered counts as
+    /// answered): each is an edge of the wait-for graph. At 0 every node delivered, unless the
+    /// outcome was decided first (only then are waits dropped), and the group leaves its attempt's
+    /// context.
+    var unanswered: Int
     /// The deliveries, by the index of the dependency in the group's caller's list (empty when
     /// they are not kept); each slot is filled by the time the group succeeds.
     var deliveries: [LoadDelivery]
@@ -73,7 +74,7 @@ final class DependencyGroup: AttemptDriver {
     _ nodes: [any DependencyNode], waits: [Wait], positions: [Int]?, deliveries: [LoadDelivery],
     context: AttemptContext
   ) {
-    self.state = Mutex(State(waits: waits, remaining: nodes.count, edges: nodes.count, deliveries: deliveries))
+    self.state = Mutex(State(waits: waits, unanswered: nodes.count, deliveries: deliveries))
     self.context = context
     self.nodes = nodes
     self.positions = positions
@@ -201,10 +202,10 @@ final class DependencyGroup: AttemptDriver {
       for later in index..<state.waits.count {
         if case .unregistered = state.waits[later] {
           state.waits[later] = .answered
-          state.edges -= 1
+          state.unanswered -= 1
         }
       }
-      return state.edges == 0
+      return state.unanswered == 0
     }
     if noEdgesLeft { context.endWaits(of: self) }
   }
@@ -253,9 +254,8 @@ final class DependencyGroup: AttemptDriver {
     let decision = state.withLock(owner: self) { state -> Decision? in
       guard state.waits[index].isPending else { return nil }
       state.waits[index] = .answered
-      state.remaining -= 1
-      state.edges -= 1
-      noEdgesLeft = state.edges == 0
+      state.unanswered -= 1
+      noEdgesLeft = state.unanswered == 0
       if case .success(let delivery) = result, !state.deliveries.isEmpty {
         state.deliveries[positions?[index] ?? index] = delivery
       }
@@ -266,7 +266,7 @@ final class DependencyGroup: AttemptDriver {
         // failure and its decision.
         return takeDecision(&state, .failure(error))
       case .success:
-        guard state.remaining == 0 else { return nil }
+        guard noEdgesLeft else { return nil }
         return takeDecision(&state, .success(state.deliveries))
       }
     }
@@ -292,7 +292,7 @@ final class DependencyGroup: AttemptDriver {
     state.isDecided = true
     defer { state.finish = nil }
     var withdrawn: [(index: Int, waiterID: UInt64)] = []
-    if state.remaining > 0 {
+    if state.unanswered > 0 {
       for (index, wait) in state.waits.enumerated() {
         if case .pending(let waiterID) = wait { withdrawn.append((index, waiterID)) }
       }
