@@ -350,10 +350,7 @@ struct PriorityTests {
       let gate = ControlledLoad<Void>()
       override func performLoad() async throws -> TaskPriority {
         try await gate.operation()
-        // The caller who joins raises this task just after it joined, outside the lock: the
-        // test sees it join (`waiterCount`) a moment before the raise, so wait for the raise
-        // here, a bounded number of yields (without it the task stays in the background).
-        for _ in 0..<10_000 where Task.currentPriority < .high { await Task.yield() }
+        await waitUntilRaised(to: .high)  // the joining caller raises it just after it joined
         return Task.currentPriority
       }
     }

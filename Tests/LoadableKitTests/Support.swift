@@ -6,6 +6,14 @@ struct Boom: Error, Equatable {
   var code = 0
 }
 
+/// Yields, a bounded number of times, until the current task runs at `priority` or higher. A
+/// caller who joins an attempt raises its task just after the test sees it join (`waiterCount`),
+/// outside the lock: an attempt that records its priority waits for the raise with this. (The
+/// test's own expectation still fails if the raise never comes.)
+func waitUntilRaised(to priority: TaskPriority) async {
+  for _ in 0..<10_000 where Task.currentPriority < priority { await Task.yield() }
+}
+
 /// Yields until `condition` holds, without sleeping; fails the test after `limit` yields.
 func eventually(
   _ limit: Int = 200_000, _ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation

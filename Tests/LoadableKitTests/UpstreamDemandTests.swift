@@ -32,9 +32,7 @@ struct UpstreamDemandTests {
   static func portal(held gate: ControlledLoad<Void>, seen: Seen, raisedTo: TaskPriority? = nil) -> AsyncLoadable<String> {
     AsyncLoadable<String>(name: "portal") {
       try await gate.operation()
-      if let raisedTo {
-        for _ in 0..<10_000 where Task.currentPriority < raisedTo { await Task.yield() }
-      }
+      if let raisedTo { await waitUntilRaised(to: raisedTo) }
       seen.record("portal")
       return "portal"
     }
