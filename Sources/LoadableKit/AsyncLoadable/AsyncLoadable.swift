@@ -545,17 +545,19 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// through a trampoline so a long `map` chain cannot overflow the stack.
   ///
   /// One listener (a `map` over this loadable) is called as it is; several are copied out of the
-  /// lock into an array.
+  /// lock into an array. They leave the lock in their ``ContentListener``s: a bare closure type
+  /// returned through the lock's generic result is wrapped in a reabstraction thunk on the way
+  /// out and another on the way back, two allocations per notification.
   final func notifyContentListeners() {
-    let (one, several) = state.withLock(owner: self) { state -> ((@Sendable () -> Void)?, [@Sendable () -> Void]) in
+    let (one, several) = state.withLock(owner: self) { state -> (ContentListener?, [ContentListener]) in
       guard let listeners = state.extras?.contentListeners, !listeners.isEmpty else { return (nil, []) }
-      return listeners.count == 1 ? (listeners.first!.value.call, []) : (nil, listeners.values.map(\.call))
+      return listeners.count == 1 ? (listeners.first!.value, []) : (nil, Array(listeners.values))
     }
     if let one {
-      Trampoline.run(one)
+      Trampoline.run(one.call)
     } else if !several.isEmpty {
       Trampoline.run {
-        for listener in several { listener() }
+        for listener in several { listener.call() }
       }
     }
   }
