@@ -77,22 +77,26 @@ protocol AttemptDriver: AnyObject, Sendable {
 
 /// One running attempt. A class so the idle state stays small and the attempt can be
 /// identified and compared cheaply.
-@usableFromInline final class RunningAttempt: @unchecked Sendable {  // mutated only under the loadable's lock
+///
+/// Touched only under the loadable's lock, which already keeps accesses from overlapping: its
+/// properties opt out of the dynamic exclusivity checks a class's stored properties otherwise
+/// pay on every access (ten a `map` node's load).
+@usableFromInline final class RunningAttempt: @unchecked Sendable {
   let id: UInt64
   let intent: LoadIntent
   /// Waiters in registration order (resumed in that order). A waiter whose caller was
   /// cancelled leaves a `nil` behind, so leaving costs O(1) however many others wait.
-  var waiters = WaiterList()
+  @exclusivity(unchecked) var waiters = WaiterList()
   /// Where each waiter after the first still waiting sits in `waiters.rest`, once it holds more
   /// than ``scanLimit`` slots. Below that a waiter is found by scanning the few slots, and no
   /// dictionary is built: most attempts have one or two waiters.
-  private var slots: [UInt64: Int] = [:]
+  @exclusivity(unchecked) private var slots: [UInt64: Int] = [:]
   static let scanLimit = 8
   /// How many waiters are still waiting.
-  private(set) var waitingCount = 0
+  @exclusivity(unchecked) private(set) var waitingCount = 0
 
   /// How many waiters ever joined, those that left included (for instruments).
-  var joinedCount = 0
+  @exclusivity(unchecked) var joinedCount = 0
 
   func add(_ waiter: (id: UInt64, waiter: LoadWaiter)) {
     joinedCount += 1
@@ -148,24 +152,24 @@ protocol AttemptDriver: AnyObject, Sendable {
   /// How many waiter slots are stored, including those of waiters that left.
   var storedWaiterCount: Int { waiters.rest.count + (waiters.first == nil ? 0 : 1) }
   /// The attempt's context, once it runs: its waits are edges of the wait-for graph.
-  var context: AttemptContext?
+  @exclusivity(unchecked) var context: AttemptContext?
   /// The task running the attempt; `nil` until the starter stores it.
-  var task: Task<Void, Never>?
+  @exclusivity(unchecked) var task: Task<Void, Never>?
   /// What runs the attempt when it has no task (``AttemptDriver``); `nil` until stored.
-  var driver: (any AttemptDriver)?
+  @exclusivity(unchecked) var driver: (any AttemptDriver)?
   /// The highest priority a caller asked for before the task was stored (the task may already
   /// run by then): applied when it is.
-  var pendingPriority: TaskPriority?
+  @exclusivity(unchecked) var pendingPriority: TaskPriority?
   /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
-  var startedByDependent: Bool
+  @exclusivity(unchecked) var startedByDependent: Bool
   /// Somebody who is not a waiter wants it — it was started by a caller rather than a
   /// dependent, or `sync()` asked for it — so a cascading cancel leaves it running. Waiters
   /// (callers, completion handlers, other dependents) protect it only while they wait.
-  var wanted: Bool
+  @exclusivity(unchecked) var wanted: Bool
   /// Interest that is not a waiter: a `ContentLoader` key's claims hold one unit while they
   /// last (see `AsyncLoadable+Interest.swift`). Like a waiter, it keeps a dependent-started
   /// attempt alive.
-  var interest = 0
+  @exclusivity(unchecked) var interest = 0
   /// What the loadable looked like before this attempt, restored by a cascading cancel.
   let previousStatus: LoadStatus
   /// The ``ContentBox`` of the content before it.
@@ -173,7 +177,7 @@ protocol AttemptDriver: AnyObject, Sendable {
   let previousError: (any Error)?
   let started = ContinuousClock.now
   /// The attempt's task has returned (whether or not its result was used).
-  @usableFromInline var finished = false
+  @exclusivity(unchecked) @usableFromInline var finished = false
 
   init(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine) {
     self.id = id

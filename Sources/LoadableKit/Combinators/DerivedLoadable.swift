@@ -7,8 +7,9 @@ import Synchronization
 /// derived loadable remembers the version of each source it derived from; when a source's content
 /// changes afterwards, ``AsyncLoadable/needsSync`` becomes `true` (it is *stale*).
 class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sendable {
-  /// Only `deinit` changes it (to hand the sources to ``DeferredRelease``).
-  private(set) var sources: [any DependencyNode]
+  /// Only `deinit` changes it (to hand the sources to ``DeferredRelease``), when nothing else can
+  /// read it: the reads, several a load, skip the dynamic exclusivity checks.
+  @exclusivity(unchecked) private(set) var sources: [any DependencyNode]
   /// The version of each source the current content was derived from; the second part is the
   /// loadable a `flatMap` transform returned, with its version.
   private let derivedFrom: Mutex<(sources: [UInt64], inner: (node: any DependencyNode, version: UInt64)?)>

@@ -17,10 +17,10 @@
 ///
 /// The queue is per thread, and only used from a `deinit`, which runs synchronously on one thread.
 enum DeferredRelease {
-  /// One thread's queue.
+  /// One thread's queue. Only its own thread touches it: no dynamic exclusivity checks.
   final class Queue {
-    var items: [Any] = []
-    var draining = false
+    @exclusivity(unchecked) var items: [Any] = []
+    @exclusivity(unchecked) var draining = false
   }
 
   /// Queues `links` to be released after the current `deinit` (and the ones it causes) returned.
