@@ -39,22 +39,30 @@ enum Trampoline {
   @inline(__always)
   static func runHere(_ work: () -> Void) -> Bool {
     let depth = self.depth
-    guard depth < maximumDepth else { return false }
-    self.depth = depth + 1
-    defer { self.depth = depth }
+    guard depth.pointee < maximumDepth else { return false }
+    depth.pointee += 1
+    defer { depth.pointee -= 1 }
     work()
     return true
   }
 
-  /// How many `run`s are in progress on this thread, one inside the other.
-  private static var depth: Int {
-    get { Int(bitPattern: pthread_getspecific(key)) }
-    set { pthread_setspecific(key, UnsafeRawPointer(bitPattern: newValue)) }
+  /// How many `run`s are in progress on this thread, one inside the other: a counter allocated
+  /// once per thread, so that a run reads the thread-specific pointer once and sets nothing.
+  private static var depth: UnsafeMutablePointer<Int> {
+    if let pointer = pthread_getspecific(key) { return pointer.assumingMemoryBound(to: Int.self) }
+    let depth = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+    depth.initialize(to: 0)
+    pthread_setspecific(key, depth)
+    return depth
   }
 
   private static let key: pthread_key_t = {
     var key = pthread_key_t()
-    pthread_key_create(&key, nil)
+    #if canImport(Darwin)
+      pthread_key_create(&key) { $0.assumingMemoryBound(to: Int.self).deallocate() }
+    #else
+      pthread_key_create(&key) { pointer in pointer?.assumingMemoryBound(to: Int.self).deallocate() }
+    #endif
     return key
   }()
 }
