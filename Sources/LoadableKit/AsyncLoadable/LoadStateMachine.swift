@@ -272,25 +272,29 @@ struct LoadStateMachine {
     finished.finished = true
     guard let attempt, attempt === finished else { return Effects() }
     self.attempt = nil
-    var effects = Effects(waiters: attempt.waiters)
-    effects.endedAttempt = true
-    effects.released = Released(attempt: attempt, content: contentBox, error: error)
-    effects.released.context = attempt.context.take()
+    var released = Released(attempt: attempt, content: contentBox, error: error)
+    released.context = attempt.context.take()
+    let delivered: Result<LoadDelivery, any Error>
+    let succeeded: Bool
     switch result {
     case .success(let box):
       contentBox = box
       error = nil
       contentVersion &+= 1
       more.lastDuration = attempt.started.duration(to: now)
-      effects.result = .success(delivery)
-      effects.event = setStatus(.loaded)
-      effects.changedContent = true
+      delivered = .success(delivery)
+      succeeded = true
     case .failure(let failure):
       error = failure
-      effects.result = .failure(failure)
-      effects.event = setStatus(.failed)
+      delivered = .failure(failure)
+      succeeded = false
     }
-    return effects
+    // Built in one expression, as it is returned: built in a variable and then returned, it was
+    // copied on the way out (its waiters retained once more, and then released). The waiters are
+    // moved out of the ended attempt, which nobody joins or leaves any more.
+    return Effects(
+      waiters: attempt.takeWaiters(), result: delivered, event: setStatus(succeeded ? .loaded : .failed),
+      changedContent: succeeded, endedAttempt: true, released: released)
   }
 
   /// `cancelLoad()`: the running attempt fails with `CancellationError`, with every waiter.

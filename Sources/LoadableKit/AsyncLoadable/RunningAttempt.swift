@@ -149,6 +149,13 @@ protocol AttemptDriver: AnyObject, Sendable {
     slots = [:]
     if waiters.rest.count > Self.scanLimit { indexSlots() }
   }
+  /// Moves the waiters out of an attempt that ended (``LoadStateMachine/finish(_:with:now:)``):
+  /// nobody joins or leaves it any more.
+  func takeWaiters() -> WaiterList {
+    defer { waiters = WaiterList() }
+    return waiters
+  }
+
   /// How many waiter slots are stored, including those of waiters that left.
   var storedWaiterCount: Int { waiters.rest.count + (waiters.first == nil ? 0 : 1) }
   /// The attempt's context, once it runs: its waits are edges of the wait-for graph.
