@@ -91,7 +91,7 @@ extension AsyncLoadable {
       self.perform(self.withState { $0.finish(attempt, with: result, now: .now) })
     }
     let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
-    if let escalate { task.escalatePriority(to: escalate) }
+    escalate.ifSome { task.escalatePriority(to: $0) }
     if cancel { task.cancel() }
     return task
   }

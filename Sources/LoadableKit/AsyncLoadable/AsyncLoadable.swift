@@ -431,12 +431,12 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// `parent` is the attempt that asked for it, if any (for the instruments); `priority` the
   /// task's priority (`nil`: the caller's).
   final func launch(
-    _ attempt: LoadStateMachine.Attempt, parent: AttemptContext? = nil, priority: TaskPriority? = nil
+    _ attempt: LoadStateMachine.Attempt, parent: AttemptContext? = nil, priority: RawPriority = .none
   ) {
     // Reports the start to the installed instruments; one atomic load when there are none.
     let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
-    if priority == nil && launchWithoutTask(attempt, probe: probe) { return }
-    let task = TaskLaunch.start(priority: priority) {
+    if priority.isNone && launchWithoutTask(attempt, probe: probe) { return }
+    let task = TaskLaunch.start(priority: priority.taskPriority) {
       // The gate is almost always free: taken without a continuation then.
       if !self.withState({ $0.tryEnterGate() }) {
         await withUnsafeContinuation { continuation in
@@ -447,7 +447,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       self.endAttempt(attempt, with: await self.runAttempt(attempt, probe: probe), probe: probe)
     }
     let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
-    if let escalate { task.escalatePriority(to: escalate) }
+    escalate.ifSome { task.escalatePriority(to: $0) }
     if cancel { task.cancel() }
   }
 

@@ -58,7 +58,7 @@ final class DependencyGroup: AttemptDriver {
     /// they are not kept); each slot is filled by the time the group succeeds.
     var deliveries: [LoadDelivery]
     /// The highest priority passed on to the dependencies so far.
-    var escalated: TaskPriority?
+    var escalated = RawPriority.none
   }
 
   private let state: Mutex<State>
@@ -324,8 +324,8 @@ final class DependencyGroup: AttemptDriver {
   func escalate(to priority: TaskPriority) {
     let nodes = state.withLock(owner: self) { state -> [any DependencyNode] in
       if state.isDecided { return [] }
-      if let escalated = state.escalated, priority <= escalated { return [] }
-      state.escalated = priority
+      if RawPriority(priority) <= state.escalated { return [] }
+      state.escalated = RawPriority(priority)
       return state.waits.indices.filter { state.waits[$0].isPending }.map { self.nodes[$0] }
     }
     guard !nodes.isEmpty else { return }

@@ -206,13 +206,13 @@ struct LoadStateMachine {
 
   /// Stores the task of a freshly started attempt. Returns `true` when the attempt was cancelled
   /// before its task existed, in which case the caller cancels the task.
-  mutating func attach(_ task: Task<Void, Never>, to attempt: Attempt) -> (cancel: Bool, escalate: TaskPriority?) {
+  mutating func attach(_ task: Task<Void, Never>, to attempt: Attempt) -> (cancel: Bool, escalate: RawPriority) {
     attempt.task = task
     return (self.attempt !== attempt && !attempt.finished, attempt.pendingPriority)
   }
 
   /// Stores the driver of an attempt that runs without a task, as ``attach(_:to:)`` does a task.
-  mutating func attach(driver: any AttemptDriver, to attempt: Attempt) -> (cancel: Bool, escalate: TaskPriority?) {
+  mutating func attach(driver: any AttemptDriver, to attempt: Attempt) -> (cancel: Bool, escalate: RawPriority) {
     attempt.driver = driver
     return (self.attempt !== attempt && !attempt.finished, attempt.pendingPriority)
   }
@@ -222,7 +222,7 @@ struct LoadStateMachine {
   mutating func escalate(to priority: TaskPriority) -> (task: Task<Void, Never>?, driver: (any AttemptDriver)?) {
     guard let attempt else { return (nil, nil) }
     if attempt.task != nil || attempt.driver != nil { return (attempt.task, attempt.driver) }
-    attempt.pendingPriority = max(attempt.pendingPriority ?? priority, priority)
+    attempt.pendingPriority = max(attempt.pendingPriority, RawPriority(priority))
     return (nil, nil)
   }
 

@@ -166,7 +166,7 @@ protocol AttemptDriver: AnyObject, Sendable {
   @exclusivity(unchecked) var driver: (any AttemptDriver)?
   /// The highest priority a caller asked for before the task was stored (the task may already
   /// run by then): applied when it is.
-  @exclusivity(unchecked) var pendingPriority: TaskPriority?
+  @exclusivity(unchecked) var pendingPriority = RawPriority.none
   /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
   @exclusivity(unchecked) var startedByDependent: Bool
   /// Somebody who is not a waiter wants it — it was started by a caller rather than a

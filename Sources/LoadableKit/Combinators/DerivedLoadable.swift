@@ -276,7 +276,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     context.driverBegun.store(true, ordering: .releasing)
     guard let group else { return }  // decided at once
     let (cancel, escalate) = withState { $0.attach(driver: group, to: attempt) }
-    if let escalate { group.escalate(to: escalate) }
+    escalate.ifSome { group.escalate(to: $0) }
     if cancel { group.cancel() }
   }
 

@@ -420,7 +420,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
           // The key's observers hear of `.loading` before the task starts, as for any loadable: a
           // fast load cannot resume a caller that joined it before they were told.
           AttemptContext.outside { entry.deliver(event, contentChanged: false, runsStatusHook: false) }
-          onTaskExecutor { entry.launch(attempt, priority: launchPriority(of: entry)) }
+          onTaskExecutor { entry.launch(attempt, priority: RawPriority(launchPriority(of: entry))) }
         }
       }
       if let reprioritized = lists.reprioritized {
