@@ -173,12 +173,12 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     let states = sources.map(\.erasedState)
     let settled = states.allSatisfy { $0.content != nil && ($0.status == .loaded || $0.status == .failed) }
     if settled {
-      let result = Result { try combine(states.map { $0.content! }) }
+      let result = Result { try combineBoxed(states.map { $0.content! }) }
       let sourceError = states.first { $0.status == .failed }?.error
       withState { state in
         switch result {
-        case .success(let content):
-          state.contentBox = ContentBox(content)
+        case .success(let box):
+          state.contentBox = box
           state.contentVersion = 1
           if let sourceError {
             state.error = sourceError
@@ -211,18 +211,26 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     preconditionFailure("CombinedLoadable subclasses override combine(_:)")
   }
 
-  /// ``combine(_:)`` of the sources' deliveries (an attempt without a task).
+  /// ``combine(_:)``, its result in its ``ContentBox``, as the state stores it. A subclass whose
+  /// function was boxed where it was made (a `map`, in code specialized for its types) overrides
+  /// it: the library's unspecialized code would look up `ContentBox<Content>`'s metadata at run
+  /// time for each box it makes.
+  func combineBoxed(_ values: [AnyContentBox]) throws -> AnyContentBox {
+    ContentBox(try combine(values))
+  }
+
+  /// ``combineBoxed(_:)`` of the sources' deliveries (an attempt without a task).
   ///
   /// - Throws: ``LoadableError/noContent`` when a source delivered none, or the combination's
   ///   error.
-  func combine(deliveries: [LoadDelivery]) throws -> Content {
+  func combineBoxed(deliveries: [LoadDelivery]) throws -> AnyContentBox {
     var values: [AnyContentBox] = []
     values.reserveCapacity(deliveries.count)
     for delivery in deliveries {
       guard let value = delivery.contentBox else { throw LoadableError.noContent }
       values.append(value)
     }
-    return try combine(values)
+    return try combineBoxed(values)
   }
 
   override func performLoad() async throws -> Content {
@@ -287,9 +295,9 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   ) {
     let result = outcome.flatMap { deliveries in
       Result { () throws -> AnyContentBox in
-        let content = try combine(deliveries: deliveries)
+        let box = try combineBoxed(deliveries: deliveries)
         recordDerivation(from: deliveries)
-        return ContentBox(content)
+        return box
       }
     }
     context.hasEnded.store(true, ordering: .releasing)
@@ -336,7 +344,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   /// Recomputes the content from the sources' `values` and commits it, unless a newer change
   /// landed first.
   private func apply(_ values: [AnyContentBox], versions: [UInt64]) {
-    let result = Result { try combine(values) }
+    let result = Result { try combineBoxed(values) }
     let effects = withState { state -> LoadStateMachine.Effects in
       // The version check and the commit happen under the one lock, so of two concurrent updates
       // the older cannot land last.
@@ -344,8 +352,8 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
       var effects = LoadStateMachine.Effects()
       effects.released = .init(attempt: nil, content: state.contentBox, error: state.error)
       switch result {
-      case .success(let content):
-        state.contentBox = ContentBox(content)
+      case .success(let box):
+        state.contentBox = box
         state.contentVersion &+= 1
         effects.changedContent = true
         effects.result = .success(state.delivery)
