@@ -592,8 +592,11 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// `runsStatusHook` is `false` (see ``perform(_:runsStatusHook:)``).
   final func deliver(_ event: LoadStateMachine.StatusEvent?, contentChanged: Bool, runsStatusHook: Bool = true) {
     guard event != nil || contentChanged else { return }
-    // No registrar yet means nobody has read an observable property, so nobody tracks one.
-    if let registrar = state.withLock(owner: self, { $0.registrar }) {
+    // No registrar yet means nobody has read an observable property, so nobody tracks one. Read
+    // in its box: an `ObservationRegistrar?` (a resilient type of another module) is copied and
+    // destroyed through run-time value witnesses.
+    if let box = state.withLock(owner: self, { $0.registrarBox }) {
+      let registrar = box.registrar
       let subject = ObservedProperties.shared
       if event != nil { registrar.withMutation(of: subject, keyPath: ObservedProperties.loadStatus) {} }
       if contentChanged || event?.status == .loaded {

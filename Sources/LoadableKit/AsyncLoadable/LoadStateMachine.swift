@@ -114,9 +114,6 @@ struct LoadStateMachine {
   /// question (see ``contentBox``).
   @usableFromInline var registrarBox: RegistrarBox?
 
-  /// The registrar, if an observable property was ever read.
-  var registrar: ObservationRegistrar? { registrarBox?.registrar }
-
   /// The registrar, created on first use.
   mutating func observationRegistrar() -> ObservationRegistrar {
     if let registrarBox { return registrarBox.registrar }
