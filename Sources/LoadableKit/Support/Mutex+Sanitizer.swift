@@ -14,14 +14,18 @@ import Synchronization
 /// the sanitizer, so ThreadSanitizer cannot see that two critical sections are ordered and reports
 /// every access to a mutex-protected value as a race. ``Mutex/withLock(owner:_:)`` tells it: after
 /// the lock is taken it *acquires* the owner's address, and before the lock is released it
-/// *releases* it. Without the sanitizer the symbols are absent and each annotation is one load
-/// and one branch.
+/// *releases* it. Without the sanitizer the symbols are absent, and the lock is taken as it is,
+/// after one check.
 @usableFromInline
 enum SanitizerAnnotations {
   @usableFromInline typealias Annotation = @convention(c) (UnsafeRawPointer?) -> Void
 
-  @usableFromInline static let acquire: Annotation? = lookup("__tsan_acquire")
-  @usableFromInline static let release: Annotation? = lookup("__tsan_release")
+  /// Both annotations, or `nil` without the sanitizer. One global, so that a lock reads one
+  /// lazily initialized value (a `swift_once` check each) instead of two.
+  @usableFromInline static let hooks: (acquire: Annotation, release: Annotation)? = {
+    guard let acquire = lookup("__tsan_acquire"), let release = lookup("__tsan_release") else { return nil }
+    return (acquire, release)
+  }()
 
   private static func lookup(_ name: String) -> Annotation? {
     #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
@@ -49,10 +53,11 @@ extension Mutex where Value: ~Copyable {
   package borrowing func withLock<Result>(
     owner: AnyObject, _ body: (inout sending Value) throws -> sending Result
   ) rethrows -> sending Result {
+    guard let hooks = SanitizerAnnotations.hooks else { return try withLock(body) }
     let address = UnsafeRawPointer(Unmanaged.passUnretained(owner).toOpaque())
     return try withLock { value in
-      SanitizerAnnotations.acquire?(address)
-      defer { SanitizerAnnotations.release?(address) }
+      hooks.acquire(address)
+      defer { hooks.release(address) }
       return try body(&value)
     }
   }
