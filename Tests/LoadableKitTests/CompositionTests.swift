@@ -129,6 +129,26 @@ struct DependencyScenarioTests {
     #expect(top.loadStatus == .failed)
   }
 
+  /// Past the trampoline's depth the cascade goes on from the bottom of the same stack, before
+  /// the outermost step returns: until issue 13 it went on on new tasks, and the deeper links were
+  /// restored a moment after `cancelLoad()` returned.
+  @Test func aDeepCancelCascadeIsDoneWhenCancelLoadReturns() async throws {
+    let root = ControlledLoad<Int>()
+    let rootLoadable = root.makeLoadable()
+    var chain: [AsyncLoadable<Int>] = [rootLoadable]
+    for _ in 0..<1_000 { chain.append(chain.last!.map { $0 + 1 }) }
+    let top = chain.last!
+    let load = Task { try await top.load() }
+    await root.waitForStart()
+    await eventually { chain.allSatisfy { $0.loadStatus == .loading } }
+    top.cancelLoad()
+    let stillLoading = chain.dropLast().filter { $0.loadStatus != .notLoaded }.count
+    #expect(stillLoading == 0, "every link below the top is back to .notLoaded")
+    #expect(top.loadStatus == .failed)
+    await #expect(throws: CancellationError.self) { try await load.value }
+    await eventually { root.cancelledCount == 1 }
+  }
+
   @Test func aRequiredDependencyThatIsNotAnAsyncLoadable() async throws {
     final class Legacy: Loadable, @unchecked Sendable {
       let calls = Recorder<String>()

@@ -347,7 +347,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: context)
     } onPriorityEscalated: { _, priority in
       // Called synchronously by the runtime, within the escalated task's status lock: a long chain
-      // must not escalate one level inside the other (the trampoline goes on a new task past 32).
+      // must not escalate one level inside the other (the trampoline queues what is past 32).
       Trampoline.run { self.escalateRunningAttempt(to: priority) }
     }
   }

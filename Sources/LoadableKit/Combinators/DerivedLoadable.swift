@@ -252,7 +252,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   /// wait is an edge of the wait-for graph while it lasts; the first failure fails the attempt and
   /// withdraws the other waits; cancelling the attempt withdraws them (``DependencyGroup`` is its
   /// driver); a caller's raised priority goes on to the sources. A chain starts and ends one level
-  /// inside the other at most 32 times (``Trampoline``), then on a new task.
+  /// inside the other at most 32 times (``Trampoline``), then from the bottom of the stack.
   override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
     let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
     let sourceCount = sources.count
@@ -265,7 +265,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     }
     guard begun else { return false }
     @Sendable func drive() { self.drive(attempt, context: context, probe: probe) }
-    if !Trampoline.runHere(drive) { Trampoline.onNewTask(drive) }
+    if !Trampoline.runHere(drive) { Trampoline.later(drive) }
     return true
   }
 
@@ -273,7 +273,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     let group = DependencyGroup.begin(sources, in: context) { outcome in
       if context.driverBegun.load(ordering: .acquiring) {
         @Sendable func complete() { self.complete(attempt, context: context, probe: probe, with: outcome) }
-        if !Trampoline.runHere(complete) { Trampoline.onNewTask(complete) }
+        if !Trampoline.runHere(complete) { Trampoline.later(complete) }
       } else {
         // Decided inside the call that started the attempt (every source answered at once): the
         // attempt ends on a task, so that a completion handler registered by that call runs after
