@@ -455,6 +455,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// `CombinedLoadable`); `false` when it must run on a task.
   func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool { false }
 
+  /// The end of an attempt started by ``launchWithoutTask(_:probe:)``, which only a subclass that
+  /// overrides both has.
+  func dependenciesDecided(
+    _ outcome: DependencyGroup.Outcome, attempt: RunningAttempt, context: AttemptContext, probe: AttemptProbe?
+  ) {
+    assertionFailure("\(type(of: self)) started an attempt without a task but cannot end one")
+  }
+
   /// The attempt's work returned `result`: it is committed (unless the attempt was cancelled
   /// meanwhile), the gate goes to the next attempt, the instruments hear of it, and the callers
   /// and observers are told.

@@ -427,6 +427,10 @@ protocol DependencyNode: Loadable {
   func escalateRunningAttempt(to priority: TaskPriority)
   func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64
   func removeContentListener(_ id: UInt64)
+  /// The dependencies of `attempt`, which runs without a task, were loaded, or one failed, or
+  /// the attempt was cancelled (``DependencyGroup/begin(_:in:for:probe:)``).
+  func dependenciesDecided(
+    _ outcome: DependencyGroup.Outcome, attempt: RunningAttempt, context: AttemptContext, probe: AttemptProbe?)
 }
 
 extension AsyncLoadable: DependencyNode {

@@ -7,9 +7,9 @@ import Synchronization
 /// continuation: what ``AttemptContext/loadAll(_:)`` does for dependencies that are
 /// ``AsyncLoadable``s (a loadable's declared dependencies). A task group would start a child task
 /// per dependency only to wait for an attempt that already runs on a task of its own (issue 13: a
-/// `zip` paid two tasks per input). ``begin(_:in:finish:)`` waits without any task: the group is
-/// then the driver of an attempt that has none (a `map`'s or a `zip`'s), and calls `finish` with
-/// every dependency's delivery.
+/// `zip` paid two tasks per input). ``begin(_:in:for:probe:)`` waits without any task: the group
+/// is then the driver of an attempt that has none (a `map`'s or a `zip`'s), and hands every
+/// dependency's delivery to the attempt's owner.
 ///
 /// It keeps the task group's rules:
 /// - every dependency loads concurrently, with the attempt's intent, and each wait is an edge of
@@ -23,7 +23,7 @@ import Synchronization
 ///
 /// Every waiter is resumed exactly once, by the dependency (its attempt's end, or the withdrawal,
 /// which resumes it with `CancellationError`); the group's outcome (its continuation, or
-/// `finish`) is handed on exactly once, by whichever of success, the first failure and
+/// its owner) is handed on exactly once, by whichever of success, the first failure and
 /// cancellation comes first.
 final class DependencyGroup: AttemptDriver {
   /// Each dependency's delivery, in order, or the first failure.
@@ -41,9 +41,16 @@ final class DependencyGroup: AttemptDriver {
     }
   }
 
+  /// Who is handed the outcome, once: the continuation of ``loadAll(_:in:)``, or the attempt
+  /// the group drives (its owner is the context's), without a closure to allocate for either.
+  private enum Finish {
+    case resume(UnsafeContinuation<[LoadDelivery], any Error>)
+    case attempt(RunningAttempt, probe: AttemptProbe?)
+  }
+
   private struct State {
-    /// Called with the outcome, once.
-    var finish: (@Sendable (Outcome) -> Void)?
+    /// Handed the outcome, once.
+    var finish: Finish?
     /// Set once the outcome is decided: later arrivals are ignored, later registrations withdrawn.
     var isDecided = false
     /// Each node's wait, by index (one array for the requests and the waiters: most groups have
@@ -94,7 +101,7 @@ final class DependencyGroup: AttemptDriver {
     try await withTaskCancellationHandler {
       try await group.escalatingPriority {
         _ = try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[LoadDelivery], any Error>) in
-          group.start { continuation.resume(with: $0) }
+          group.start(.resume(continuation))
         }
       }
     } onCancel: {
@@ -102,22 +109,24 @@ final class DependencyGroup: AttemptDriver {
     }
   }
 
-  /// Waits for every node without a task: `finish` is called once, with every node's delivery in
-  /// order or the first failure, after the locks are released (at once, on this thread, when no
-  /// node needs waiting for). Returns the group, which the attempt stores as its driver (to
-  /// cancel it, and to pass a raised priority on), or `nil` when it was decided at once.
+  /// Waits for every node without a task, for `attempt` of the context's owner: the owner's
+  /// ``DependencyNode/dependenciesDecided(_:attempt:context:probe:)`` is called once, with every
+  /// node's delivery in order or the first failure, after the locks are released (at once, on
+  /// this thread, when no node needs waiting for). Returns the group, which the attempt stores as
+  /// its driver (to cancel it, and to pass a raised priority on), or `nil` when it was decided at
+  /// once.
   static func begin(
-    _ all: [any DependencyNode], in context: AttemptContext, finish: @escaping @Sendable (Outcome) -> Void
+    _ all: [any DependencyNode], in context: AttemptContext, for attempt: RunningAttempt, probe: AttemptProbe?
   ) -> DependencyGroup? {
     switch Result(catching: { try prepare(all, in: context, keepingDeliveries: true) }) {
     case .failure(let error):
-      finish(.failure(error))
+      context.owner.dependenciesDecided(.failure(error), attempt: attempt, context: context, probe: probe)
       return nil
     case .success(.answered(let deliveries)):
-      finish(.success(deliveries))
+      context.owner.dependenciesDecided(.success(deliveries), attempt: attempt, context: context, probe: probe)
       return nil
     case .success(.wait(let group)):
-      group.start(finish: finish)
+      group.start(.attempt(attempt, probe: probe))
       return group
     }
   }
@@ -211,7 +220,7 @@ final class DependencyGroup: AttemptDriver {
   }
 
   /// Registers a waiter on each node, stopping early once the outcome is decided.
-  private func start(finish: @escaping @Sendable (Outcome) -> Void) {
+  private func start(_ finish: Finish) {
     let alreadyDecided = state.withLock(owner: self) { state in
       if state.isDecided { return true }
       state.finish = finish
@@ -220,7 +229,7 @@ final class DependencyGroup: AttemptDriver {
     if alreadyDecided {
       // Cancelled before the first wait: nothing was registered.
       dropUnregistered(from: 0)
-      finish(.failure(CancellationError()))
+      hand(.failure(CancellationError()), to: finish)
       return
     }
     for (index, node) in nodes.enumerated() {
@@ -282,7 +291,7 @@ final class DependencyGroup: AttemptDriver {
   }
 
   private struct Decision {
-    let finish: (@Sendable (Outcome) -> Void)?
+    let finish: Finish?
     let outcome: Outcome
     /// The waits still pending: each node's index and its waiter.
     let withdrawn: [(index: Int, waiterID: UInt64)]
@@ -309,7 +318,15 @@ final class DependencyGroup: AttemptDriver {
   /// reaches any more.)
   private func finish(_ decision: Decision) {
     for wait in decision.withdrawn { nodes[wait.index].withdrawWaiter(wait.waiterID) }
-    decision.finish?(decision.outcome)
+    if let finish = decision.finish { hand(decision.outcome, to: finish) }
+  }
+
+  private func hand(_ outcome: Outcome, to finish: Finish) {
+    switch finish {
+    case .resume(let continuation): continuation.resume(with: outcome)
+    case .attempt(let attempt, let probe):
+      context.owner.dependenciesDecided(outcome, attempt: attempt, context: context, probe: probe)
+    }
   }
 
   // MARK: - Driving an attempt without a task

@@ -270,22 +270,26 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   }
 
   private func drive(_ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?) {
-    let group = DependencyGroup.begin(sources, in: context) { outcome in
-      if context.driverBegun.load(ordering: .acquiring) {
-        @Sendable func complete() { self.complete(attempt, context: context, probe: probe, with: outcome) }
-        if !Trampoline.runHere(complete) { Trampoline.later(complete) }
-      } else {
-        // Decided inside the call that started the attempt (every source answered at once): the
-        // attempt ends on a task, so that a completion handler registered by that call runs after
-        // it returned (SPEC §1), as it would after an attempt on a task.
-        TaskLaunch.start { self.complete(attempt, context: context, probe: probe, with: outcome) }
-      }
-    }
+    let group = DependencyGroup.begin(sources, in: context, for: attempt, probe: probe)
     context.driverBegun.store(true, ordering: .releasing)
     guard let group else { return }  // decided at once
     let (cancel, escalate) = withState { $0.attach(driver: group, to: attempt) }
     escalate.ifSome { group.escalate(to: $0) }
     if cancel { group.cancel() }
+  }
+
+  override func dependenciesDecided(
+    _ outcome: DependencyGroup.Outcome, attempt: RunningAttempt, context: AttemptContext, probe: AttemptProbe?
+  ) {
+    if context.driverBegun.load(ordering: .acquiring) {
+      @Sendable func complete() { self.complete(attempt, context: context, probe: probe, with: outcome) }
+      if !Trampoline.runHere(complete) { Trampoline.later(complete) }
+    } else {
+      // Decided inside the call that started the attempt (every source answered at once): the
+      // attempt ends on a task, so that a completion handler registered by that call runs after
+      // it returned (SPEC §1), as it would after an attempt on a task.
+      TaskLaunch.start { self.complete(attempt, context: context, probe: probe, with: outcome) }
+    }
   }
 
   /// The sources delivered (or one failed, or the attempt was cancelled).
