@@ -27,7 +27,9 @@ import Synchronization
 /// cancellation comes first.
 final class DependencyGroup: AttemptDriver {
   /// Each dependency's delivery, in order, or the first failure.
-  typealias Outcome = Result<[LoadDelivery], any Error>
+  typealias Outcome = Result<Deliveries, any Error>
+  /// The deliveries of a group, mostly of one node: the first is stored inline.
+  typealias Deliveries = InlineFirstArray<LoadDelivery>
 
   /// The wait on one node: its request until its waiter is registered, then the waiter's
   /// identifier until it is answered or withdrawn.
@@ -44,7 +46,7 @@ final class DependencyGroup: AttemptDriver {
   /// Who is handed the outcome, once: the continuation of ``loadAll(_:in:)``, or the attempt
   /// the group drives (its owner is the context's), without a closure to allocate for either.
   private enum Finish {
-    case resume(UnsafeContinuation<[LoadDelivery], any Error>)
+    case resume(UnsafeContinuation<Deliveries, any Error>)
     case attempt(RunningAttempt, probe: AttemptProbe?)
   }
 
@@ -55,7 +57,7 @@ final class DependencyGroup: AttemptDriver {
     var isDecided = false
     /// Each node's wait, by index (one array for the requests and the waiters: most groups have
     /// one node, and each array is an allocation).
-    var waits: [Wait]
+    var waits: InlineFirstArray<Wait>
     /// How many waits are not answered (a wait dropped before it was registered counts as
     /// answered): each is an edge of the wait-for graph. At 0 every node delivered, unless the
     /// outcome was decided first (only then are waits dropped), and the group leaves its attempt's
@@ -63,7 +65,7 @@ final class DependencyGroup: AttemptDriver {
     var unanswered: Int
     /// The deliveries, by the index of the dependency in the group's caller's list (empty when
     /// they are not kept); each slot is filled by the time the group succeeds.
-    var deliveries: [LoadDelivery]
+    var deliveries: Deliveries
     /// The highest priority passed on to the dependencies so far.
     var escalated = RawPriority.none
   }
@@ -78,7 +80,7 @@ final class DependencyGroup: AttemptDriver {
   private let positions: [Int]?
 
   private init(
-    _ nodes: [any DependencyNode], waits: [Wait], positions: [Int]?, deliveries: [LoadDelivery],
+    _ nodes: [any DependencyNode], waits: InlineFirstArray<Wait>, positions: [Int]?, deliveries: Deliveries,
     context: AttemptContext
   ) {
     self.state = Mutex(State(waits: waits, unanswered: nodes.count, deliveries: deliveries))
@@ -100,7 +102,7 @@ final class DependencyGroup: AttemptDriver {
     guard case .wait(let group) = try prepare(all, in: context) else { return }
     try await withTaskCancellationHandler {
       try await group.escalatingPriority {
-        _ = try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[LoadDelivery], any Error>) in
+        _ = try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Deliveries, any Error>) in
           group.start(.resume(continuation))
         }
       }
@@ -133,7 +135,7 @@ final class DependencyGroup: AttemptDriver {
 
   private enum Preparation {
     /// Every node answered at once (their deliveries, when kept).
-    case answered([LoadDelivery])
+    case answered(Deliveries)
     /// The group of the nodes that must be waited for.
     case wait(DependencyGroup)
   }
@@ -146,11 +148,12 @@ final class DependencyGroup: AttemptDriver {
   private static func prepare(
     _ all: [any DependencyNode], in context: AttemptContext, keepingDeliveries: Bool = false
   ) throws -> Preparation {
-    var waits: [Wait] = []
+    var waits = InlineFirstArray<Wait>()
     /// The nodes waited for and (when the deliveries are kept) their positions, once one node is
     /// not.
     var subset: (nodes: [any DependencyNode], positions: [Int])?
-    var deliveries = keepingDeliveries ? Array(repeating: LoadDelivery(contentBox: nil, version: 0), count: all.count) : []
+    var deliveries =
+      keepingDeliveries ? Deliveries(repeating: LoadDelivery(contentBox: nil, version: 0), count: all.count) : Deliveries()
     func wait(_ position: Int, _ request: LoadRequest) {
       if waits.isEmpty { waits.reserveCapacity(all.count - position) }  // none if every node answers
       waits.append(.unregistered(request))

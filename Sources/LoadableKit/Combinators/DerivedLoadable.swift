@@ -82,7 +82,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   /// Records the versions of `deliveries` (one per source, in order) as the ones the content
   /// derives from, in the array already there (an attempt without a task ends here: no array
   /// made per load).
-  final func recordDerivation(from deliveries: [LoadDelivery]) {
+  final func recordDerivation(from deliveries: DependencyGroup.Deliveries) {
     _ = derivedFrom.withLock(owner: self) { derivedFrom -> (any DependencyNode)? in
       if derivedFrom.sources.count == deliveries.count {
         for index in deliveries.indices { derivedFrom.sources[index] = deliveries[index].version }
@@ -223,7 +223,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   ///
   /// - Throws: ``LoadableError/noContent`` when a source delivered none, or the combination's
   ///   error.
-  func combineBoxed(deliveries: [LoadDelivery]) throws -> AnyContentBox {
+  func combineBoxed(deliveries: DependencyGroup.Deliveries) throws -> AnyContentBox {
     var values: [AnyContentBox] = []
     values.reserveCapacity(deliveries.count)
     for delivery in deliveries {

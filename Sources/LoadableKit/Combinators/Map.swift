@@ -63,7 +63,7 @@ final class MappedLoadable<Source: Sendable, Content: Sendable>: CombinedLoadabl
   }
 
   /// The one delivery read as it is, without the array of values the general case builds.
-  override func combineBoxed(deliveries: [LoadDelivery]) throws -> AnyContentBox {
+  override func combineBoxed(deliveries: DependencyGroup.Deliveries) throws -> AnyContentBox {
     guard let value = deliveries[0].contentBox else { throw LoadableError.noContent }
     return try transform(value)
   }
