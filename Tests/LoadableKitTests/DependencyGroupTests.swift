@@ -195,3 +195,30 @@ final class MapSlot: Sendable {
     set { stored.withLock(owner: self) { $0 = newValue } }
   }
 }
+
+/// The group's lists keep their first element inline: the list must still behave as an array.
+@Suite("InlineFirstArray")
+struct InlineFirstArrayTests {
+  @Test func itHoldsWhatAnArrayHoldsInOrder() {
+    for count in [0, 1, 2, 9] {
+      var list = InlineFirstArray<Int>()
+      list.reserveCapacity(count)
+      for value in 0..<count { list.append(value * 10) }
+      #expect(Array(list) == (0..<count).map { $0 * 10 })
+      #expect(list.count == count)
+      #expect(list.isEmpty == (count == 0))
+      for index in list.indices { list[index] += 1 }
+      #expect(Array(list) == (0..<count).map { $0 * 10 + 1 })
+    }
+  }
+
+  @Test func repeatingMakesThatManyCopies() {
+    #expect(Array(InlineFirstArray(repeating: 7, count: 0)).isEmpty)
+    #expect(Array(InlineFirstArray(repeating: 7, count: 1)) == [7])
+    var three = InlineFirstArray(repeating: 7, count: 3)
+    three[2] = 9
+    three[0] = 5
+    #expect(Array(three) == [5, 7, 9])
+    #expect(three.map { $0 * 2 } == [10, 14, 18])
+  }
+}
