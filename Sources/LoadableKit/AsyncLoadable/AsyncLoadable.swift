@@ -558,8 +558,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// out and another on the way back, two allocations per notification.
   final func notifyContentListeners() {
     let (one, several) = state.withLock(owner: self) { state -> (ContentListener?, [ContentListener]) in
-      guard let listeners = state.extras?.contentListeners, !listeners.isEmpty else { return (nil, []) }
-      return listeners.count == 1 ? (listeners.first!.value, []) : (nil, Array(listeners.values))
+      guard let extras = state.extras, !extras.contentListeners.isEmpty else { return (nil, []) }
+      if let only = extras.contentListeners.only { return (only, []) }
+      return (nil, extras.contentListeners.all)
     }
     if let one {
       Trampoline.run(one.call)
@@ -573,13 +574,13 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
     withState { state in
       let id = nextUniqueID()
-      state.more.contentListeners[id] = ContentListener(call: listener)
+      state.more.contentListeners.add(ContentListener(call: listener), id: id)
       return id
     }
   }
 
   final func removeContentListener(_ id: UInt64) {
-    _ = state.withLock(owner: self) { $0.extras?.contentListeners.removeValue(forKey: id) }
+    _ = state.withLock(owner: self) { $0.extras?.contentListeners.remove(id) }
   }
 
   /// Whether content this loadable derived from its sources is out of date; derived loadables

@@ -11,7 +11,7 @@
   /// Rarely set configuration (options, name).
   @exclusivity(unchecked) var settings: LoadableSettings?
   /// Derived loadables that recompute or go stale when the content changes.
-  @exclusivity(unchecked) var contentListeners: [UInt64: ContentListener] = [:]
+  @exclusivity(unchecked) var contentListeners = ContentListeners()
   /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
   @exclusivity(unchecked) var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
   @exclusivity(unchecked) var gateQueue: [UnsafeContinuation<Void, Never>] = []
@@ -21,4 +21,39 @@
 /// at the dictionary's abstraction, and each one read back needs a thunk allocated around it.
 struct ContentListener {
   let call: @Sendable () -> Void
+}
+
+/// A loadable's content listeners: the first inline, since most loadables have one (a `map` over
+/// them), and the others in a dictionary, each an allocation.
+struct ContentListeners {
+  private var first: (id: UInt64, listener: ContentListener)?
+  private var more: [UInt64: ContentListener] = [:]
+
+  var isEmpty: Bool { first == nil && more.isEmpty }
+
+  /// The listener when there is exactly one.
+  var only: ContentListener? {
+    if more.isEmpty { return first?.listener }
+    return first == nil && more.count == 1 ? more.first!.value : nil
+  }
+
+  /// Every listener, in no particular order.
+  var all: [ContentListener] {
+    var all = Array(more.values)
+    if let first { all.append(first.listener) }
+    return all
+  }
+
+  mutating func add(_ listener: ContentListener, id: UInt64) {
+    if first == nil { first = (id, listener) } else { more[id] = listener }
+  }
+
+  /// Removes the listener `id` and returns it (to be released after the lock).
+  mutating func remove(_ id: UInt64) -> ContentListener? {
+    if let first, first.id == id {
+      self.first = nil
+      return first.listener
+    }
+    return more.removeValue(forKey: id)
+  }
 }
