@@ -12,11 +12,12 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   @exclusivity(unchecked) private(set) var sources: [any DependencyNode]
   /// The version of each source the current content was derived from; the second part is the
   /// loadable a `flatMap` transform returned, with its version.
-  private let derivedFrom: Mutex<(sources: [UInt64], inner: (node: any DependencyNode, version: UInt64)?)>
+  /// (Most derived loadables have one source: its version is kept inline.)
+  private let derivedFrom: Mutex<(sources: InlineFirstArray<UInt64>, inner: (node: any DependencyNode, version: UInt64)?)>
 
   init(sources: [any DependencyNode]) {
     self.sources = sources
-    self.derivedFrom = Mutex((Array(repeating: 0, count: sources.count), nil))
+    self.derivedFrom = Mutex((InlineFirstArray(repeating: 0, count: sources.count), nil))
     super.init()
     for source in sources { addDependency(source, kind: .required) }
   }
@@ -74,7 +75,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   final func recordDerivation(sources versions: [UInt64], inner: (node: any DependencyNode, version: UInt64)? = nil) {
     // The previous inner loadable is released after the lock: its deinit is user code.
     _ = derivedFrom.withLock(owner: self) { derivedFrom in
-      defer { derivedFrom = (versions, inner) }
+      defer { derivedFrom = (InlineFirstArray(versions), inner) }
       return derivedFrom.inner?.node
     }
   }
@@ -87,7 +88,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
       if derivedFrom.sources.count == deliveries.count {
         for index in deliveries.indices { derivedFrom.sources[index] = deliveries[index].version }
       } else {
-        derivedFrom.sources = deliveries.map(\.version)
+        derivedFrom.sources = InlineFirstArray(deliveries.lazy.map(\.version))
       }
       defer { derivedFrom.inner = nil }
       return derivedFrom.inner?.node
@@ -98,7 +99,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   /// change then has nothing to apply. Read without building arrays, as most changes that reach
   /// ``sourcesChanged()`` find (each node of a `map` chain that loads sees its source's).
   final var isDerivedFromCurrentSources: Bool {
-    let versions = derivedVersions
+    let versions = derivedFrom.withLock(owner: self) { $0.sources }
     guard versions.count == sources.count else { return false }
     for (source, version) in zip(sources, versions) {
       let state = source.erasedState
@@ -112,15 +113,15 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   /// newer one must not overwrite it.
   final func advanceDerivation(to versions: [UInt64]) -> Bool {
     derivedFrom.withLock(owner: self) { derivedFrom in
-      guard versions != derivedFrom.sources,
+      guard !versions.elementsEqual(derivedFrom.sources),
         zip(versions, derivedFrom.sources).allSatisfy({ $0 >= $1 })
       else { return false }
-      derivedFrom.sources = versions
+      derivedFrom.sources = InlineFirstArray(versions)
       return true
     }
   }
 
-  final var derivedVersions: [UInt64] { derivedFrom.withLock(owner: self) { $0.sources } }
+  final var derivedVersions: [UInt64] { Array(derivedFrom.withLock(owner: self) { $0.sources }) }
 
   /// Forgets which source versions the content was derived from (none is newer than 0).
   final func forgetDerivation() {
@@ -148,7 +149,8 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
 /// it is loaded, a change to a source's content recomputes it (or fails it, when the function
 /// throws).
 class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked Sendable {
-  private let listeners = Mutex<[UInt64]>([])
+  /// The identifiers of its listeners on the sources, in source order.
+  private let listeners = Mutex(InlineFirstArray<UInt64>())
   /// A source's content changed while an attempt of this view ran: the attempt may have read the
   /// old content, so the change is applied once the attempt has ended. Set under the state lock.
   private let changedDuringAttempt = Atomic<Bool>(false)
@@ -166,8 +168,9 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   /// The view subscribes *before* it reads: a change that lands after the read is either heard by
   /// the listener or, if the listener found the view not yet loaded, caught by the check at the end.
   final func startLiveView() {
-    let ids = sources.map { source in
-      source.addContentListener { [weak self] in self?.sourcesChanged() }
+    var ids = InlineFirstArray<UInt64>()
+    for source in sources {
+      ids.append(source.addContentListener { [weak self] in self?.sourcesChanged() })
     }
     listeners.withLock(owner: self) { $0 = ids }
     let states = sources.map(\.erasedState)

@@ -7,6 +7,10 @@ struct InlineFirstArray<Element>: RandomAccessCollection, MutableCollection {
 
   init() {}
 
+  init(_ elements: some Sequence<Element>) {
+    for element in elements { append(element) }
+  }
+
   init(repeating element: Element, count: Int) {
     guard count > 0 else { return }
     first = element
