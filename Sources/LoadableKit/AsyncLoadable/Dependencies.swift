@@ -160,7 +160,8 @@ final class AttemptContext: Sendable {
   let attemptID: UInt64
   /// Reports the attempt's retries when an instrument is installed.
   let probe: AttemptProbe?
-  /// The task the attempt runs on.
+  /// The task the attempt runs on; 0 for an attempt without a task (a `map`'s or a `zip`'s),
+  /// whose context is never bound to a task.
   private let task: UInt
   /// Set when the attempt's work returned: a task that inherited the context, even one that
   /// happens to reuse the attempt's task's address later, is not part of it.
@@ -249,13 +250,14 @@ final class AttemptContext: Sendable {
   }
   private let state = Mutex(State())
 
-  /// Made on the attempt's own task.
-  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil) {
+  /// Made on the attempt's own task, or, `onTask` being `false`, for an attempt without one (the
+  /// current task's identity, which costs a look-up, is then of no use).
+  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil, onTask: Bool = true) {
     self.owner = owner
     self.intent = intent
     self.attemptID = attemptID
     self.probe = probe
-    self.task = currentTaskIdentity()
+    self.task = onTask ? currentTaskIdentity() : 0
   }
 
   /// Whether `dependency` already received this attempt's intent: a request for it now is a

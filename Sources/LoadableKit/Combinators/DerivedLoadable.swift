@@ -257,7 +257,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   /// driver); a caller's raised priority goes on to the sources. A chain starts and ends one level
   /// inside the other at most 32 times (``Trampoline``), then from the bottom of the stack.
   override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
-    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
+    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, onTask: false)
     let sourceCount = sources.count
     let begun = withState { state -> Bool in
       guard state.attempt === attempt, state.extras?.settings?.options == nil,
