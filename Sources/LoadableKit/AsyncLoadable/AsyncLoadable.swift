@@ -52,6 +52,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// only then has `deinit` anything to tear down, and only then does it take the lock. Written
   /// by ``withState(_:)``, through which every path that creates that part goes.
   let hasExtras = Atomic<Bool>(false)
+  /// Set once an observable property was read, which makes the registrar: until then a change
+  /// has nobody to notify, and ``deliver(_:contentChanged:runsStatusHook:)`` takes no lock to
+  /// find that out. Written by ``withState(_:)``, through which the observable properties read.
+  let hasRegistrar = Atomic<Bool>(false)
   @usableFromInline let state: Mutex<LoadStateMachine>
   @usableFromInline let operation: Operation
 
@@ -167,7 +171,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
 
   /// The current status. Observable.
   public var loadStatus: LoadStatus {
-    let (status, registrar) = state.withLock(owner: self) { ($0.status, $0.observationRegistrar()) }
+    let (status, registrar) = withState { ($0.status, $0.observationRegistrar()) }
     registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.loadStatus)
     return status
   }
@@ -175,7 +179,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// The error of the last attempt; non-`nil` exactly when ``loadStatus`` is ``LoadStatus/failed``.
   /// Observable.
   public var loadError: (any Error)? {
-    let (error, registrar) = state.withLock(owner: self) {
+    let (error, registrar) = withState {
       ($0.status == .failed ? $0.error : nil, $0.observationRegistrar())
     }
     registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.loadError)
@@ -185,14 +189,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// The content of the last successful attempt. It stays readable during a refresh and after a
   /// failed one. Observable.
   public var content: Content? {
-    let (content, registrar) = state.withLock(owner: self) { ($0.content(as: Content.self), $0.observationRegistrar()) }
+    let (content, registrar) = withState { ($0.content(as: Content.self), $0.observationRegistrar()) }
     registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.content)
     return content
   }
 
   /// Status, content and error read together, in one step.
   public var snapshot: LoadSnapshot<Content> {
-    let (snapshot, registrar) = state.withLock(owner: self) { ($0.snapshot(as: Content.self), $0.observationRegistrar()) }
+    let (snapshot, registrar) = withState { ($0.snapshot(as: Content.self), $0.observationRegistrar()) }
     registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.loadStatus)
     registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.content)
     registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.loadError)
@@ -515,6 +519,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       let result = body(&state)
       statusMirror.store(state.status.code, ordering: .releasing)
       if state.extras != nil && !hasExtras.load(ordering: .relaxed) { hasExtras.store(true, ordering: .releasing) }
+      if state.registrarBox != nil && !hasRegistrar.load(ordering: .relaxed) {
+        hasRegistrar.store(true, ordering: .releasing)
+      }
       return result
     }
   }
@@ -601,10 +608,11 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// `runsStatusHook` is `false` (see ``perform(_:runsStatusHook:)``).
   final func deliver(_ event: LoadStateMachine.StatusEvent?, contentChanged: Bool, runsStatusHook: Bool = true) {
     guard event != nil || contentChanged else { return }
-    // No registrar yet means nobody has read an observable property, so nobody tracks one. Read
-    // in its box: an `ObservationRegistrar?` (a resilient type of another module) is copied and
-    // destroyed through run-time value witnesses.
-    if let box = state.withLock(owner: self, { $0.registrarBox }) {
+    // No registrar yet means nobody has read an observable property, so nobody tracks one. (The
+    // flag is set under the lock that made the registrar, so a change made under the lock after
+    // that finds it set.) Read in its box: an `ObservationRegistrar?` (a resilient type of
+    // another module) is copied and destroyed through run-time value witnesses.
+    if hasRegistrar.load(ordering: .acquiring), let box = state.withLock(owner: self, { $0.registrarBox }) {
       let registrar = box.registrar
       let subject = ObservedProperties.shared
       if event != nil { registrar.withMutation(of: subject, keyPath: ObservedProperties.loadStatus) {} }
