@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#elseif canImport(Darwin)
-  import Darwin
-#endif
-
 /// Releases the links of a long chain one after the other instead of one inside the other.
 ///
 /// Releasing the end of a 100,000-deep `map` chain would otherwise run 100,000 nested `deinit`s —
@@ -17,15 +9,9 @@
 ///
 /// The queue is per thread, and only used from a `deinit`, which runs synchronously on one thread.
 enum DeferredRelease {
-  /// One thread's queue. Only its own thread touches it: no dynamic exclusivity checks.
-  final class Queue {
-    @exclusivity(unchecked) var items: [Any] = []
-    @exclusivity(unchecked) var draining = false
-  }
-
   /// Queues `links` to be released after the current `deinit` (and the ones it causes) returned.
   static func release(_ links: consuming Any) {
-    queue.items.append(links)
+    PerThread.current.releaseQueue.append(links)
   }
 
   /// Releases `links` and then the queued links, unless an outer `deinit` on this thread is
@@ -35,38 +21,17 @@ enum DeferredRelease {
   /// own (no chain behind it) allocates nothing here. The `deinit`s that `links` runs find the
   /// queue draining and queue their own links, so the depth is two at most.
   static func releaseAndDrain(_ links: consuming Any) {
-    let queue = queue
-    guard !queue.draining else {
-      queue.items.append(links)
+    let thread = PerThread.current
+    guard !thread.isReleasing else {
+      thread.releaseQueue.append(links)
       return
     }
-    queue.draining = true
+    thread.isReleasing = true
     _ = consume links  // may run more deinits, which queue more links
-    while let links = queue.items.popLast() {
+    while let links = thread.releaseQueue.popLast() {
       _ = consume links
     }
-    queue.items = []
-    queue.draining = false
+    thread.releaseQueue = []
+    thread.isReleasing = false
   }
-
-  private static var queue: Queue {
-    if let pointer = pthread_getspecific(key) {
-      return Unmanaged<Queue>.fromOpaque(pointer).takeUnretainedValue()
-    }
-    let queue = Queue()
-    pthread_setspecific(key, Unmanaged.passRetained(queue).toOpaque())
-    return queue
-  }
-
-  private static let key: pthread_key_t = {
-    var key = pthread_key_t()
-    #if canImport(Darwin)
-      pthread_key_create(&key) { Unmanaged<Queue>.fromOpaque($0).release() }
-    #else
-      pthread_key_create(&key) { pointer in
-        if let pointer { Unmanaged<Queue>.fromOpaque(pointer).release() }
-      }
-    #endif
-    return key
-  }()
 }

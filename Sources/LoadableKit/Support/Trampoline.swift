@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#elseif canImport(Darwin)
-  import Darwin
-#endif
-
 /// Runs work that may recurse through other loadables (cancel cascades, live `map` updates, a
 /// `map` chain's attempts starting and ending) inline while the recursion is shallow, and from the
 /// bottom of the stack past a fixed depth, so that a chain of ten thousand loadables cannot
@@ -35,7 +27,7 @@ enum Trampoline {
   /// only here.
   @inline(never)
   static func later(_ work: @escaping () -> Void) {
-    thread.queue.append(work)
+    PerThread.current.trampolineQueue.append(work)
   }
 
   /// Runs `work` here and returns `true` if the depth allows it; otherwise returns `false`, and
@@ -44,58 +36,30 @@ enum Trampoline {
   /// it is queued. The outermost run then runs the queue.
   @inline(__always)
   static func runHere(_ work: () -> Void) -> Bool {
-    let thread = self.thread
-    let depth = thread.depth
+    let thread = PerThread.current
+    let depth = thread.trampolineDepth
     guard depth < maximumDepth else { return false }
-    thread.depth = depth + 1
+    thread.trampolineDepth = depth + 1
     work()
-    if depth == 0 && !thread.queue.isEmpty { thread.drain() }
-    thread.depth = depth
+    if depth == 0 && !thread.trampolineQueue.isEmpty { drain(thread) }
+    thread.trampolineDepth = depth
     return true
   }
 
-  /// One thread's depth and queue. Only its own thread touches it: no dynamic exclusivity checks.
-  final class ThreadState {
-    @exclusivity(unchecked) var depth = 0
-    @exclusivity(unchecked) var queue: [() -> Void] = []
-
-    /// Runs the queue at depth 1 (the outermost run's), including what the queued work queues.
-    /// The run items are dropped as it goes, so the queue holds what waits, not what ran.
-    @inline(never)
-    func drain() {
-      var next = 0
-      while next < queue.count {
-        let work = queue[next]
-        next += 1
-        if next >= 64 && next * 2 >= queue.count {
-          queue.removeFirst(next)
-          next = 0
-        }
-        work()
+  /// Runs the queue at depth 1 (the outermost run's), including what the queued work queues.
+  /// The run items are dropped as it goes, so the queue holds what waits, not what ran.
+  @inline(never)
+  private static func drain(_ thread: PerThread) {
+    var next = 0
+    while next < thread.trampolineQueue.count {
+      let work = thread.trampolineQueue[next]
+      next += 1
+      if next >= 64 && next * 2 >= thread.trampolineQueue.count {
+        thread.trampolineQueue.removeFirst(next)
+        next = 0
       }
-      queue = []
+      work()
     }
+    thread.trampolineQueue = []
   }
-
-  /// This thread's state, made on first use and released with the thread.
-  private static var thread: ThreadState {
-    if let pointer = pthread_getspecific(key) {
-      return Unmanaged<ThreadState>.fromOpaque(pointer).takeUnretainedValue()
-    }
-    let state = ThreadState()
-    pthread_setspecific(key, Unmanaged.passRetained(state).toOpaque())
-    return state
-  }
-
-  private static let key: pthread_key_t = {
-    var key = pthread_key_t()
-    #if canImport(Darwin)
-      pthread_key_create(&key) { Unmanaged<ThreadState>.fromOpaque($0).release() }
-    #else
-      pthread_key_create(&key) { pointer in
-        if let pointer { Unmanaged<ThreadState>.fromOpaque(pointer).release() }
-      }
-    #endif
-    return key
-  }()
 }
