@@ -47,19 +47,19 @@ enum Trampoline {
   }
 
   /// Runs the queue at depth 1 (the outermost run's), including what the queued work queues.
-  /// The run items are dropped as it goes, so the queue holds what waits, not what ran.
+  ///
+  /// The queue is taken a batch at a time and each batch dropped in a local variable, before the
+  /// queue is looked at again: dropping the work that ran may release the last reference to
+  /// something whose `deinit` (user code) starts a cascade, whose steps past the depth are queued
+  /// then; they run in the next batch. Dropped while the queue itself was being changed, they
+  /// would have been stranded, or have changed the queue inside its own change.
   @inline(never)
   private static func drain(_ thread: PerThread) {
-    var next = 0
-    while next < thread.trampolineQueue.count {
-      let work = thread.trampolineQueue[next]
-      next += 1
-      if next >= 64 && next * 2 >= thread.trampolineQueue.count {
-        thread.trampolineQueue.removeFirst(next)
-        next = 0
-      }
-      work()
+    while !thread.trampolineQueue.isEmpty {
+      var batch: [() -> Void] = []
+      swap(&batch, &thread.trampolineQueue)
+      for work in batch { work() }
+      batch.removeAll()
     }
-    thread.trampolineQueue = []
   }
 }
