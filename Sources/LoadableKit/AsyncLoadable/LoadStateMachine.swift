@@ -303,7 +303,7 @@ struct LoadStateMachine {
     released.context = attempt.context.take()
     error = failure
     var effects = Effects(
-      waiters: attempt.waiters, result: .failure(failure), event: setStatus(.failed), cancelTask: attempt.task,
+      waiters: attempt.takeWaiters(), result: .failure(failure), event: setStatus(.failed), cancelTask: attempt.task,
       cancelDriver: attempt.driver, released: released)
     effects.endedAttempt = true
     effects.attemptCommitted = false
