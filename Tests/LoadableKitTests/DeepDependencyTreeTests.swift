@@ -1,4 +1,5 @@
 import LoadableKit
+import LoadableKitTesting
 import Testing
 
 /// The tree dump walks the graph with an explicit stack, never recursion as deep as the graph
@@ -45,5 +46,39 @@ import Testing
          └─ b [notLoaded]
             └─ a [notLoaded] (cycle)
       """)
+  }
+}
+
+/// The load times the tree shows are the attempts' own, read from the monotonic clock.
+@Suite struct DependencyTreeDurationTests {
+  /// The source's attempt is held for at least 20 ms of the test's own clock, so the tree must
+  /// show between 20 ms and the whole time the test took (a wrong unit or a wrong start would be
+  /// off by orders of magnitude); the `map` over it ran no longer than the whole.
+  @Test func aLoadedNodeShowsHowLongItsLastAttemptTook() async throws {
+    let held = ControlledLoad<Int>()
+    let source = held.makeLoadable().named("source")
+    let top = source.map { $0 + 1 }.named("top")
+    let before = ContinuousClock.now
+    let loading = Task { try await top.load() }
+    await held.waitForStart()
+    // A bounded spin, not a sleep: the attempt stays held until the clock has moved 20 ms.
+    while before.duration(to: .now) < .milliseconds(20) { await Task.yield() }
+    #expect(held.resolve(41))
+    try await loading.value
+    let elapsed = before.duration(to: .now)
+    let tree = top.dependencyTree()
+    let lines = tree.split(separator: "\n").map(String.init)
+    #expect(lines.count == 2)
+    func milliseconds(_ line: String) -> Double? {
+      guard let open = line.firstIndex(of: "["), line.hasSuffix(" ms]") else { return nil }
+      let text = line[open...].dropFirst("[loaded ".count).dropLast(" ms]".count)
+      return Double(text)
+    }
+    let sourceTime = try #require(milliseconds(lines[1]), "\(tree)")
+    let topTime = try #require(milliseconds(lines[0]), "\(tree)")
+    let elapsedMilliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+    #expect(sourceTime >= 20 && sourceTime <= elapsedMilliseconds + 1, "\(tree), \(elapsed)")
+    #expect(topTime >= sourceTime - 1 && topTime <= elapsedMilliseconds + 1, "\(tree), \(elapsed)")
+    #expect(top.dependencyTree(showingDurations: false) == "top [loaded]\n└─ source [loaded]")
   }
 }

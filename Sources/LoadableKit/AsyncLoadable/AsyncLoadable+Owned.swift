@@ -37,7 +37,7 @@ extension LoadStateMachine {
   /// The owner's word on how its attempt ended: the current attempt (launched or not) ends with
   /// `result`; without one the outcome is stored all the same, so later callers get it at once.
   /// An outcome already stored is final.
-  mutating func conclude(with result: Result<AnyContentBox, any Error>, now: ContinuousClock.Instant) -> Effects {
+  mutating func conclude(with result: Result<AnyContentBox, any Error>, now: MonotonicInstant) -> Effects {
     guard attempt != nil || status == .notLoaded else { return Effects() }
     // Without an attempt (nobody waited, and the job never ran) one is made to carry the outcome.
     let (attempt, started) = prepareOwnedAttempt()
@@ -88,7 +88,7 @@ extension AsyncLoadable {
     AttemptContext.outside { deliver(event, contentChanged: false) }
     let task = TaskLaunch.start {
       let result = await operation().boxed()
-      self.perform(self.withState { $0.finish(attempt, with: result, now: .now) })
+      self.perform(self.withState { $0.finish(attempt, with: result, now: MonotonicInstant.now) })
     }
     let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }
@@ -107,7 +107,7 @@ extension AsyncLoadable {
   /// released.
   final func conclude(with result: Result<Content, any Error>) {
     let result = result.boxed()
-    perform(withState { $0.conclude(with: result, now: .now) })
+    perform(withState { $0.conclude(with: result, now: MonotonicInstant.now) })
   }
 
   /// How many waiter slots the running attempt stores, those of waiters that left included (for

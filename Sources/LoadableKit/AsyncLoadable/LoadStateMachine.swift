@@ -265,7 +265,7 @@ struct LoadStateMachine {
   /// (it was cancelled) is dropped.
   ///
   /// `result` holds the content in its ``ContentBox``.
-  mutating func finish(_ finished: Attempt, with result: Result<AnyContentBox, any Error>, now: ContinuousClock.Instant) -> Effects {
+  mutating func finish(_ finished: Attempt, with result: Result<AnyContentBox, any Error>, now: MonotonicInstant) -> Effects {
     finished.finished = true
     guard let attempt, attempt === finished else { return Effects() }
     self.attempt = nil
@@ -278,7 +278,7 @@ struct LoadStateMachine {
       contentBox = box
       error = nil
       contentVersion &+= 1
-      more.lastDuration = attempt.started.duration(to: now)
+      more.lastDuration = attempt.started.nanoseconds(to: now)
       delivered = .success(delivery)
       succeeded = true
     case .failure(let failure):

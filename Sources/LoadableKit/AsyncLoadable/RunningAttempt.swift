@@ -182,7 +182,8 @@ protocol AttemptDriver: AnyObject, Sendable {
   /// The ``ContentBox`` of the content before it.
   let previousContent: AnyContentBox?
   let previousError: (any Error)?
-  let started = ContinuousClock.now
+  /// When it started, for its duration (``LoadableExtras/lastDuration``).
+  let started = MonotonicInstant.now
   /// The attempt's task has returned (whether or not its result was used).
   @exclusivity(unchecked) @usableFromInline var finished = false
 

@@ -102,7 +102,7 @@ protocol TreeDescribable {
 
 extension AsyncLoadable: TreeDescribable {
   var treeInfo: (label: String, duration: Duration?, children: [(loadable: any Loadable, kind: DependencyKind)]) {
-    let duration = state.withLock(owner: self) { $0.extras?.lastDuration }
+    let duration = state.withLock(owner: self) { $0.extras?.lastDuration }.map { Duration.nanoseconds($0) }
     return (displayName, duration, dependencies)
   }
 }
