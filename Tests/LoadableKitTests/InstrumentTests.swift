@@ -113,6 +113,34 @@ final class RecordingInstrument: LoadInstrument {
     #expect(recorder.ends(named: "table").first?.callers == 2)
   }
 
+  /// A status handler that runs during an attempt, on its task, is user code the library calls
+  /// back, not part of the attempt: what it starts has no parent (`AttemptContext.outside`), while
+  /// what the attempt's own code starts is its child. Nested in another call back (the handler
+  /// runs inside the `outside` block of `other.sync()`, which runs inside the attempt), it stays
+  /// outside.
+  @Test func whatAStatusHandlerStartsDuringAnAttemptIsNotItsChild() async throws {
+    let recorder = RecordingInstrument()
+    let fromHandler = AsyncLoadable(name: "from the handler") { "handler's" }
+    let other = AsyncLoadable(name: "other") { "other" }
+    let observation = other.observeLoadStatus { status in
+      if status == .loading { fromHandler.sync() }
+    }
+    let owner = AsyncLoadable(name: "owner") { () -> String in
+      other.sync()
+      return "owner"
+    }
+    for loadable in [owner, other, fromHandler] { loadable.instrument = recorder }
+    try await owner.load()
+    await eventually { recorder.ends(named: "from the handler").count == 1 && recorder.ends(named: "other").count == 1 }
+    withExtendedLifetime(observation) {}
+
+    let ownerAttempt = try #require(recorder.starts(named: "owner").first)
+    #expect(recorder.starts(named: "other").first?.parent == ownerAttempt.id)
+    let handlers = recorder.starts(named: "from the handler")
+    #expect(handlers.count == 1)
+    #expect(handlers.first?.parent == nil)
+  }
+
   @Test func aCascadeCancelEndsEveryAttemptItCancelledAsCancelled() async throws {
     let recorder = RecordingInstrument()
     let control = ControlledLoad<String>()
