@@ -20,12 +20,32 @@ import Synchronization
 enum SanitizerAnnotations {
   @usableFromInline typealias Annotation = @convention(c) (UnsafeRawPointer?) -> Void
 
-  /// Both annotations, or `nil` without the sanitizer. One global, so that a lock reads one
-  /// lazily initialized value (a `swift_once` check each) instead of two.
+  /// Both annotations, or `nil` without the sanitizer. Lazily initialized: each read is a
+  /// `swift_once` check, so a lock reads ``isActive`` first.
   @usableFromInline static let hooks: (acquire: Annotation, release: Annotation)? = {
     guard let acquire = lookup("__tsan_acquire"), let release = lookup("__tsan_release") else { return nil }
     return (acquire, release)
   }()
+
+  /// Whether ``hooks`` were found: `0` before the first look, then `1` (absent) or `2`. An atomic
+  /// is initialized statically, so reading it is one load; `hooks` cost a `swift_once` call a
+  /// lock, some 25 a `map` node's load.
+  @usableFromInline static let presence = Atomic<UInt8>(0)
+
+  /// Whether the sanitizer's annotations are present.
+  @inlinable @inline(__always) static var isActive: Bool {
+    switch presence.load(ordering: .relaxed) {
+    case 1: false
+    case 2: true
+    default: lookUp()
+    }
+  }
+
+  @usableFromInline @inline(never) static func lookUp() -> Bool {
+    let found = hooks != nil
+    presence.store(found ? 2 : 1, ordering: .relaxed)
+    return found
+  }
 
   private static func lookup(_ name: String) -> Annotation? {
     #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
@@ -53,7 +73,7 @@ extension Mutex where Value: ~Copyable {
   package borrowing func withLock<Result>(
     owner: AnyObject, _ body: (inout sending Value) throws -> sending Result
   ) rethrows -> sending Result {
-    guard let hooks = SanitizerAnnotations.hooks else { return try withLock(body) }
+    guard SanitizerAnnotations.isActive, let hooks = SanitizerAnnotations.hooks else { return try withLock(body) }
     let address = UnsafeRawPointer(Unmanaged.passUnretained(owner).toOpaque())
     return try withLock { value in
       hooks.acquire(address)
