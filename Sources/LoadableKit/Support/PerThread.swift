@@ -6,8 +6,8 @@
   import Darwin
 #endif
 
-/// What the library keeps for each thread: the ``Trampoline``'s depth and queue, and the links
-/// that a `deinit` defers (``DeferredRelease``). Only its own thread touches it, synchronously:
+/// What the library keeps for each thread: the ``Trampoline``'s depth and queue, the links
+/// that a `deinit` defers (``DeferredRelease``), and whether code runs outside every attempt. Only its own thread touches it, synchronously:
 /// no lock, and no dynamic exclusivity checks.
 final class PerThread {
   /// How many trampoline runs are in progress on this thread, one inside the other.
@@ -18,6 +18,9 @@ final class PerThread {
   @exclusivity(unchecked) var releaseQueue: [Any] = []
   /// Whether a `deinit` on this thread is releasing the queue.
   @exclusivity(unchecked) var isReleasing = false
+  /// How many ``AttemptContext/outside(_:)`` blocks are running on this thread, one inside the
+  /// other: inside one, no attempt is the current task's (see there).
+  @exclusivity(unchecked) var outsideDepth = 0
 
   /// This thread's state, made on first use and released with the thread.
   static var current: PerThread {
