@@ -28,7 +28,7 @@ struct TrampolineTests {
     let ran = Flag()
     Trampoline.run { Self.nest(200) { ran.add() } }
     #expect(ran.count == 1)
-    #expect(PerThread.current.trampolineQueue.isEmpty)
+    #expect(PerThread.current.pointee.trampolineQueue.isEmpty)
   }
 
   /// Queued work is the last holder of an object whose `deinit` runs work past the depth: it is
@@ -41,7 +41,7 @@ struct TrampolineTests {
       Self.nest(40) { [hook] in _ = hook }
     }
     #expect(ran.count == 1, "the deinit's deep work ran before the outermost run returned")
-    #expect(PerThread.current.trampolineQueue.isEmpty)
+    #expect(PerThread.current.pointee.trampolineQueue.isEmpty)
   }
 
   /// The same, with many items queued at once and the hook released among them.
@@ -60,6 +60,6 @@ struct TrampolineTests {
     }
     #expect(items.count == 70)
     #expect(ran.count == 1)
-    #expect(PerThread.current.trampolineQueue.isEmpty)
+    #expect(PerThread.current.pointee.trampolineQueue.isEmpty)
   }
 }

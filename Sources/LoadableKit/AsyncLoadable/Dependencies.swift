@@ -126,7 +126,7 @@ final class AttemptContext: Sendable {
 
   /// The attempt running on this very task, if any.
   static var current: AttemptContext? {
-    guard PerThread.current.outsideDepth == 0, let context = bound, !context.hasEnded.load(ordering: .acquiring),
+    guard PerThread.current.pointee.outsideDepth == 0, let context = bound, !context.hasEnded.load(ordering: .acquiring),
       context.task == currentTaskIdentity()
     else { return nil }
     return context
@@ -153,10 +153,10 @@ final class AttemptContext: Sendable {
   /// does ``current`` (a per-thread count says so).
   static func outside<R>(_ body: () throws -> R) rethrows -> R {
     let thread = PerThread.current
-    if thread.outsideDepth > 0 { return try body() }
+    if thread.pointee.outsideDepth > 0 { return try body() }
     let inAttempt = current != nil
-    thread.outsideDepth += 1
-    defer { thread.outsideDepth -= 1 }
+    thread.pointee.outsideDepth += 1
+    defer { thread.pointee.outsideDepth -= 1 }
     return inAttempt ? try $bound.withValue(nil, operation: body) : try body()
   }
 

@@ -11,7 +11,7 @@
 enum DeferredRelease {
   /// Queues `links` to be released after the current `deinit` (and the ones it causes) returned.
   static func release(_ links: consuming Any) {
-    PerThread.current.releaseQueue.append(links)
+    PerThread.current.pointee.releaseQueue.append(links)
   }
 
   /// Releases `links` and then the queued links, unless an outer `deinit` on this thread is
@@ -22,16 +22,16 @@ enum DeferredRelease {
   /// queue draining and queue their own links, so the depth is two at most.
   static func releaseAndDrain(_ links: consuming Any) {
     let thread = PerThread.current
-    guard !thread.isReleasing else {
-      thread.releaseQueue.append(links)
+    guard !thread.pointee.isReleasing else {
+      thread.pointee.releaseQueue.append(links)
       return
     }
-    thread.isReleasing = true
+    thread.pointee.isReleasing = true
     _ = consume links  // may run more deinits, which queue more links
-    while let links = thread.releaseQueue.popLast() {
+    while let links = thread.pointee.releaseQueue.popLast() {
       _ = consume links
     }
-    thread.releaseQueue = []
-    thread.isReleasing = false
+    thread.pointee.releaseQueue = []
+    thread.pointee.isReleasing = false
   }
 }

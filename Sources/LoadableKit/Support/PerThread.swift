@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)
@@ -7,40 +9,67 @@
 #endif
 
 /// What the library keeps for each thread: the ``Trampoline``'s depth and queue, the links
-/// that a `deinit` defers (``DeferredRelease``), and whether code runs outside every attempt. Only its own thread touches it, synchronously:
-/// no lock, and no dynamic exclusivity checks.
-final class PerThread {
+/// that a `deinit` defers (``DeferredRelease``), and whether code runs outside every attempt.
+/// Only its own thread touches it, synchronously: no lock.
+///
+/// A struct in memory of its own, reached through ``current``'s pointer: a `map` node's load
+/// reads it seven times, and as an object (retained and released on each read, its key a lazily
+/// initialized global) each read cost some 70 instructions.
+struct PerThread {
   /// How many trampoline runs are in progress on this thread, one inside the other.
-  @exclusivity(unchecked) var trampolineDepth = 0
+  var trampolineDepth = 0
   /// Work past the trampoline's depth, for the outermost run to run.
-  @exclusivity(unchecked) var trampolineQueue: [() -> Void] = []
+  var trampolineQueue: [() -> Void] = []
   /// Links to release once the outermost `deinit` on this thread gets to them.
-  @exclusivity(unchecked) var releaseQueue: [Any] = []
+  var releaseQueue: [Any] = []
   /// Whether a `deinit` on this thread is releasing the queue.
-  @exclusivity(unchecked) var isReleasing = false
+  var isReleasing = false
   /// How many ``AttemptContext/outside(_:)`` blocks are running on this thread, one inside the
   /// other: inside one, no attempt is the current task's (see there).
-  @exclusivity(unchecked) var outsideDepth = 0
+  var outsideDepth = 0
 
-  /// This thread's state, made on first use and released with the thread.
-  static var current: PerThread {
-    if let pointer = pthread_getspecific(key) {
-      return Unmanaged<PerThread>.fromOpaque(pointer).takeUnretainedValue()
-    }
-    let state = PerThread()
-    pthread_setspecific(key, Unmanaged.passRetained(state).toOpaque())
+  /// This thread's state, made on first use and destroyed with the thread.
+  @inline(__always) static var current: UnsafeMutablePointer<PerThread> {
+    let key = self.key
+    if let pointer = pthread_getspecific(key) { return pointer.assumingMemoryBound(to: PerThread.self) }
+    return make(key)
+  }
+
+  @inline(never) private static func make(_ key: pthread_key_t) -> UnsafeMutablePointer<PerThread> {
+    let state = UnsafeMutablePointer<PerThread>.allocate(capacity: 1)
+    state.initialize(to: PerThread())
+    pthread_setspecific(key, state)
     return state
   }
 
-  private static let key: pthread_key_t = {
+  /// The thread-specific key, plus one (`0`: not created yet). An atomic is initialized
+  /// statically, so reading it is one load; a lazily initialized global is a `swift_once` call.
+  private static let keyPlusOne = Atomic<UInt>(0)
+
+  @inline(__always) private static var key: pthread_key_t {
+    let stored = keyPlusOne.load(ordering: .acquiring)
+    return stored != 0 ? pthread_key_t(stored - 1) : makeKey()
+  }
+
+  /// Creates the key; of two threads that race here, the first to store its key wins and the
+  /// other deletes its own.
+  @inline(never) private static func makeKey() -> pthread_key_t {
     var key = pthread_key_t()
     #if canImport(Darwin)
-      pthread_key_create(&key) { Unmanaged<PerThread>.fromOpaque($0).release() }
+      pthread_key_create(&key) { PerThread.destroy($0) }
     #else
-      pthread_key_create(&key) { pointer in
-        if let pointer { Unmanaged<PerThread>.fromOpaque(pointer).release() }
-      }
+      pthread_key_create(&key) { pointer in if let pointer { PerThread.destroy(pointer) } }
     #endif
-    return key
-  }()
+    let (stored, winner) = keyPlusOne.compareExchange(
+      expected: 0, desired: UInt(key) + 1, ordering: .acquiringAndReleasing)
+    if stored { return key }
+    pthread_key_delete(key)
+    return pthread_key_t(winner - 1)
+  }
+
+  private static func destroy(_ pointer: UnsafeMutableRawPointer) {
+    let state = pointer.assumingMemoryBound(to: PerThread.self)
+    state.deinitialize(count: 1)
+    state.deallocate()
+  }
 }

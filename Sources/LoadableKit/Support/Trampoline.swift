@@ -27,7 +27,7 @@ enum Trampoline {
   /// only here.
   @inline(never)
   static func later(_ work: @escaping () -> Void) {
-    PerThread.current.trampolineQueue.append(work)
+    PerThread.current.pointee.trampolineQueue.append(work)
   }
 
   /// Runs `work` here and returns `true` if the depth allows it; otherwise returns `false`, and
@@ -37,12 +37,12 @@ enum Trampoline {
   @inline(__always)
   static func runHere(_ work: () -> Void) -> Bool {
     let thread = PerThread.current
-    let depth = thread.trampolineDepth
+    let depth = thread.pointee.trampolineDepth
     guard depth < maximumDepth else { return false }
-    thread.trampolineDepth = depth + 1
+    thread.pointee.trampolineDepth = depth + 1
     work()
-    if depth == 0 && !thread.trampolineQueue.isEmpty { drain(thread) }
-    thread.trampolineDepth = depth
+    if depth == 0 && !thread.pointee.trampolineQueue.isEmpty { drain(thread) }
+    thread.pointee.trampolineDepth = depth
     return true
   }
 
@@ -54,10 +54,10 @@ enum Trampoline {
   /// then; they run in the next batch. Dropped while the queue itself was being changed, they
   /// would have been stranded, or have changed the queue inside its own change.
   @inline(never)
-  private static func drain(_ thread: PerThread) {
-    while !thread.trampolineQueue.isEmpty {
+  private static func drain(_ thread: UnsafeMutablePointer<PerThread>) {
+    while !thread.pointee.trampolineQueue.isEmpty {
       var batch: [() -> Void] = []
-      swap(&batch, &thread.trampolineQueue)
+      swap(&batch, &thread.pointee.trampolineQueue)
       for work in batch { work() }
       batch.removeAll()
     }
