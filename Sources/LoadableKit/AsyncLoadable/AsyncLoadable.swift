@@ -448,7 +448,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         }
       }
       // An attempt cancelled while it waited for the gate does not run at all.
-      self.endAttempt(attempt, with: await self.runAttempt(attempt, probe: probe), probe: probe)
+      let result = await self.runAttempt(attempt, probe: probe)
+      // Its work returned: no attempt is this task's any more (see `alreadyOutside`).
+      AttemptContext.alreadyOutside { self.endAttempt(attempt, with: result, probe: probe) }
     }
     let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }

@@ -160,6 +160,17 @@ final class AttemptContext: Sendable {
     return inAttempt ? try $bound.withValue(nil, operation: body) : try body()
   }
 
+  /// ``outside(_:)`` where the caller knows that no attempt is the current task's, so that the
+  /// blocks inside need no look at the task-local: the task of an attempt once its work returned
+  /// (its context ended, and any other bound was inherited from another task).
+  static func alreadyOutside<R>(_ body: () throws -> R) rethrows -> R {
+    assert(current == nil, "alreadyOutside(_:) inside an attempt")
+    let thread = PerThread.current
+    thread.pointee.outsideDepth += 1
+    defer { thread.pointee.outsideDepth -= 1 }
+    return try body()
+  }
+
   /// ``outside(_:)`` for asynchronous work.
   static func outside<R>(_ body: () async throws -> R) async rethrows -> R {
     current == nil ? try await body() : try await $bound.withValue(nil, operation: body)

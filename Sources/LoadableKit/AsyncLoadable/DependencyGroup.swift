@@ -235,6 +235,12 @@ final class DependencyGroup: AttemptDriver {
       hand(.failure(CancellationError()), to: finish)
       return
     }
+    // Each node's answer is delivered outside any attempt (`joinAsDependent`): one block around
+    // them all looks the task-local up once, not once a node.
+    AttemptContext.outside { registerWaits() }
+  }
+
+  private func registerWaits() {
     for (index, node) in nodes.enumerated() {
       let waiterID = nextUniqueID()
       let request = state.withLock(owner: self) { state -> LoadRequest? in
