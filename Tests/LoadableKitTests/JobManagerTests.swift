@@ -177,6 +177,20 @@ struct JobManagerTests {
     _ = try JobManager(registry: registry, directory: directory)
   }
 
+  /// A lock held by another open file description (as by another process) fails the store with
+  /// the typed error, once its short wait for a forked child's copy is over; released, it is
+  /// taken.
+  @Test func aDirectoryLockedElsewhereIsATypedError() throws {
+    let directory = makeJobDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let descriptor = open(directory.appendingPathComponent(".lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+    #expect(descriptor >= 0)
+    #expect(flock(descriptor, LOCK_EX | LOCK_NB) == 0)
+    #expect(throws: JobError.storeLocked) { try DirectoryJobStore(directory: directory) }
+    close(descriptor)
+    _ = try DirectoryJobStore(directory: directory)
+  }
+
   @Test func badFilesAreReportedAndTheOtherJobsStillLoad() async throws {
     let directory = makeJobDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }

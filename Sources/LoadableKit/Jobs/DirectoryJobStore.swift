@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -19,7 +20,11 @@ import Foundation
 ///
 /// The store takes an advisory lock (`flock`) on the file `.lock` in the directory for as long
 /// as it lives, so a second store on the same directory, in this process or another, fails with
-/// ``JobError/Code/storeLocked`` instead of overwriting the first one's files.
+/// ``JobError/Code/storeLocked`` instead of overwriting the first one's files. In this process the
+/// second store fails at once. A lock held elsewhere is asked for again for up to 100 ms before
+/// the store fails: a child process that this process forks (to run a tool) holds a copy of the
+/// lock's descriptor from its fork to its `exec`, and a store opened just after the first one was
+/// released must not fail for that moment.
 public final class DirectoryJobStore: JobStore, @unchecked Sendable {
   /// The directory that holds the jobs' files.
   public let directory: URL
@@ -27,6 +32,15 @@ public final class DirectoryJobStore: JobStore, @unchecked Sendable {
   public var setAsideDirectory: URL { directory.appendingPathComponent("Set aside", isDirectory: true) }
   /// The descriptor of the lock file; immutable, closed in `deinit`.
   private let lockDescriptor: Int32
+
+  /// The directories (standardized paths) that a store of this process holds.
+  private static let heldHere = Mutex<Set<String>>([])
+  private static let heldHereOwner = LockOwner()
+  private final class LockOwner: Sendable {}
+
+  private static func withHeld<R: Sendable>(_ body: (inout Set<String>) -> R) -> R {
+    heldHere.withLock(owner: heldHereOwner) { body(&$0) }
+  }
 
   /// Opens (and creates, if needed) the store in `directory`.
   ///
@@ -40,24 +54,44 @@ public final class DirectoryJobStore: JobStore, @unchecked Sendable {
     } catch {
       throw JobError(code: .storeFailed, message: "cannot create \(directory.path): \(error)", underlyingError: error)
     }
-    let lockPath = self.directory.appendingPathComponent(".lock").path
+    let path = self.directory.path
+    let locked = JobError(code: .storeLocked, message: "another job manager holds \(path)")
+    guard Self.withHeld({ $0.insert(path).inserted }) else { throw locked }
+    do {
+      lockDescriptor = try Self.lock(self.directory.appendingPathComponent(".lock").path, locked: locked)
+    } catch {
+      _ = Self.withHeld { $0.remove(path) }
+      throw error
+    }
+  }
+
+  deinit {
+    // Out of the registry first: a store opened here meanwhile then waits for the lock's release
+    // instead of failing at once.
+    _ = Self.withHeld { $0.remove(directory.path) }
+    close(lockDescriptor)  // releases the lock
+  }
+
+  /// Opens and locks `lockPath`; returns its descriptor.
+  private static func lock(_ lockPath: String, locked: JobError) throws -> Int32 {
     let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
     guard descriptor >= 0 else {
       throw JobError(code: .storeFailed, message: "cannot open \(lockPath): \(Self.lastError())")
     }
-    guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+    // Held elsewhere: another process, or a child of this one between its fork and its exec.
+    // Asked again every 5 ms, 20 times at most.
+    var attempts = 0
+    while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
       let reason = errno
-      close(descriptor)
-      if reason == EWOULDBLOCK {
-        throw JobError(code: .storeLocked, message: "another job manager holds \(self.directory.path)")
+      attempts += 1
+      guard reason == EWOULDBLOCK || reason == EINTR, attempts <= 20 else {
+        close(descriptor)
+        if reason == EWOULDBLOCK { throw locked }
+        throw JobError(code: .storeFailed, message: "cannot lock \(lockPath): \(String(cString: strerror(reason)))")
       }
-      throw JobError(code: .storeFailed, message: "cannot lock \(lockPath): \(String(cString: strerror(reason)))")
+      usleep(5_000)
     }
-    lockDescriptor = descriptor
-  }
-
-  deinit {
-    close(lockDescriptor)  // releases the lock
+    return descriptor
   }
 
   /// The file of job `id`.
