@@ -148,9 +148,10 @@ final class AttemptContext: Sendable {
   /// or ended) is already ignored by ``current``: then nothing is pushed.
   ///
   /// The body is synchronous, so until it returns this thread runs only code it calls, on this
-  /// task, and only an asynchronous ``run(_:_:)`` binds an attempt: a block inside another needs
-  /// no look at the task-local (some 150 instructions, twice a `map` node's load), and neither
-  /// does ``current`` (a per-thread count says so).
+  /// task (code the library calls back must not run a nested run loop or executor: the
+  /// documented known limit), and only an asynchronous ``run(_:_:)`` binds an attempt: a block
+  /// inside another needs no look at the task-local (some 150 instructions, twice a `map` node's
+  /// load), and neither does ``current`` (a per-thread count says so).
   static func outside<R>(_ body: () throws -> R) rethrows -> R {
     let thread = PerThread.current
     if thread.pointee.outsideDepth > 0 { return try body() }
