@@ -285,7 +285,10 @@ final class DependencyGroup: AttemptDriver {
         return takeDecision(&state, .failure(error))
       case .success:
         guard noEdgesLeft else { return nil }
-        return takeDecision(&state, .success(state.deliveries))
+        // Moved out: once decided, nothing reads them here any more.
+        var deliveries = Deliveries()
+        swap(&deliveries, &state.deliveries)
+        return takeDecision(&state, .success(deliveries))
       }
     }
     if let decision { finish(decision) }
@@ -308,14 +311,14 @@ final class DependencyGroup: AttemptDriver {
 
   private func takeDecision(_ state: inout State, _ outcome: Outcome) -> Decision {
     state.isDecided = true
-    defer { state.finish = nil }
     var withdrawn: [(index: Int, waiterID: UInt64)] = []
     if state.unanswered > 0 {
       for (index, wait) in state.waits.enumerated() {
         if case .pending(let waiterID) = wait { withdrawn.append((index, waiterID)) }
       }
     }
-    return Decision(finish: state.finish, outcome: outcome, withdrawn: withdrawn)
+    // Moved out, not copied and then cleared (a retain and a release of the attempt and probe).
+    return Decision(finish: state.finish.take(), outcome: outcome, withdrawn: withdrawn)
   }
 
   /// Withdraws the waits still pending, then hands the outcome on: as a task group cancels its

@@ -267,30 +267,34 @@ struct LoadStateMachine {
   /// `result` holds the content in its ``ContentBox``.
   mutating func finish(_ finished: Attempt, with result: Result<AnyContentBox, any Error>, now: MonotonicInstant) -> Effects {
     finished.finished = true
-    guard let attempt, attempt === finished else { return Effects() }
-    self.attempt = nil
-    var released = Released(attempt: attempt, content: contentBox, error: error)
-    released.context = attempt.context.take()
+    guard attempt === finished, let attempt = attempt.take() else { return Effects() }
+    // What the state lets go of is moved out (not copied and then overwritten, a retain and a
+    // release each), to be released with the effects, after the lock.
+    var released = Released(attempt: nil, context: attempt.context.take())
     let delivered: Result<LoadDelivery, any Error>
     let succeeded: Bool
     switch result {
     case .success(let box):
+      released.content = contentBox.take()
       contentBox = box
-      error = nil
+      released.error = error.take()
       contentVersion &+= 1
       more.lastDuration = attempt.started.nanoseconds(to: now)
       delivered = .success(delivery)
       succeeded = true
     case .failure(let failure):
+      released.error = error.take()
       error = failure
       delivered = .failure(failure)
       succeeded = false
     }
+    let waiters = attempt.takeWaiters()
+    released.attempt = consume attempt
     // Built in one expression, as it is returned: built in a variable and then returned, it was
     // copied on the way out (its waiters retained once more, and then released). The waiters are
     // moved out of the ended attempt, which nobody joins or leaves any more.
     return Effects(
-      waiters: attempt.takeWaiters(), result: delivered, event: setStatus(succeeded ? .loaded : .failed),
+      waiters: waiters, result: delivered, event: setStatus(succeeded ? .loaded : .failed),
       changedContent: succeeded, endedAttempt: true, released: released)
   }
 
