@@ -447,6 +447,9 @@ protocol DependencyNode: Loadable {
   ) async throws -> (content: AnyContentBox, version: UInt64)
   /// Status, content (in its ``ContentBox``) and version in one read.
   var erasedState: (status: LoadStatus, content: AnyContentBox?, error: (any Error)?, version: UInt64) { get }
+  /// The version of the content, or `nil` without one: ``erasedState`` without copying (retaining)
+  /// the content and the error.
+  var versionOfContent: UInt64? { get }
   /// The context of the attempt running now, once it has started running.
   var runningAttemptContext: AttemptContext? { get }
   func joinAsDependent(
@@ -479,6 +482,10 @@ extension AsyncLoadable: DependencyNode {
 
   var erasedState: (status: LoadStatus, content: AnyContentBox?, error: (any Error)?, version: UInt64) {
     state.withLock(owner: self) { ($0.status, $0.contentBox, $0.error, $0.contentVersion) }
+  }
+
+  var versionOfContent: UInt64? {
+    state.withLock(owner: self) { $0.contentBox == nil ? nil : $0.contentVersion }
   }
 
   var runningAttemptContext: AttemptContext? {

@@ -101,9 +101,8 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   final var isDerivedFromCurrentSources: Bool {
     let versions = derivedFrom.withLock(owner: self) { $0.sources }
     guard versions.count == sources.count else { return false }
-    for (source, version) in zip(sources, versions) {
-      let state = source.erasedState
-      guard state.content != nil, state.version == version else { return false }
+    for index in sources.indices where sources[index].versionOfContent != versions[index] {
+      return false
     }
     return true
   }
