@@ -317,7 +317,10 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
       // forget them, so that the content is recomputed from the sources as they are now.
       forgetDerivation()
       sourcesChanged()
-    } else if changed {
+    } else if changed && !isDerivedFromCurrentSources {
+      // Most changes heard during an attempt are the deliveries it derived from (each node of a
+      // `map` chain hears its source's before its own attempt ends): checked first, without the
+      // state's lock that `sourcesChanged()` takes before the same check.
       sourcesChanged()
     }
   }
