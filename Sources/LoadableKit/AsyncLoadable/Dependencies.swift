@@ -155,10 +155,8 @@ final class AttemptContext: Sendable {
   static func outside<R>(_ body: () throws -> R) rethrows -> R {
     let thread = PerThread.current
     if thread.pointee.outsideDepth > 0 { return try body() }
-    let inAttempt = current != nil
-    thread.pointee.outsideDepth += 1
-    defer { thread.pointee.outsideDepth -= 1 }
-    return inAttempt ? try $bound.withValue(nil, operation: body) : try body()
+    guard current != nil else { return try counted(on: thread, body) }
+    return try $bound.withValue(nil) { try counted(on: thread, body) }
   }
 
   /// ``outside(_:)`` where the caller knows that no attempt is the current task's, so that the
@@ -166,7 +164,12 @@ final class AttemptContext: Sendable {
   /// (its context ended, and any other bound was inherited from another task).
   static func alreadyOutside<R>(_ body: () throws -> R) rethrows -> R {
     assert(current == nil, "alreadyOutside(_:) inside an attempt")
-    let thread = PerThread.current
+    return try counted(on: PerThread.current, body)
+  }
+
+  /// Runs `body` as a block outside any attempt on `thread` (see ``outside(_:)``).
+  @inline(__always)
+  private static func counted<R>(on thread: UnsafeMutablePointer<PerThread>, _ body: () throws -> R) rethrows -> R {
     thread.pointee.outsideDepth += 1
     defer { thread.pointee.outsideDepth -= 1 }
     return try body()
