@@ -88,7 +88,8 @@ extension AsyncLoadable {
     AttemptContext.outside { deliver(event, contentChanged: false) }
     let task = TaskLaunch.start {
       let result = await operation().boxed()
-      self.perform(self.withState { $0.finish(attempt, with: result, now: MonotonicInstant.now) })
+      let now = MonotonicInstant.now  // read before the lock, as `endAttempt` does
+      self.perform(self.withState { $0.finish(attempt, with: result, now: now) })
     }
     let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }
@@ -107,7 +108,8 @@ extension AsyncLoadable {
   /// released.
   final func conclude(with result: Result<Content, any Error>) {
     let result = result.boxed()
-    perform(withState { $0.conclude(with: result, now: MonotonicInstant.now) })
+    let now = MonotonicInstant.now  // read before the lock, as `endAttempt` does
+    perform(withState { $0.conclude(with: result, now: now) })
   }
 
   /// How many waiter slots the running attempt stores, those of waiters that left included (for
