@@ -18,9 +18,11 @@ let package = Package(
       name: "LoadableKitTests",
       dependencies: [
         "LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode", "OfflineMapJob",
-        "Thumbnails", "ServerJobs", "ExampleServices", "JobCrashChild",
+        "Thumbnails", "ServerJobs", "ExampleServices", "JobCrashChild", "TestProcessGuard",
       ]
     ),
+    // Linked into the test binary: ends it when the `swift test` that started it is gone.
+    .target(name: "TestProcessGuard", path: "Tests/TestProcessGuard"),
     // The child process of the JobManager crash test: runs jobs until the test kills it.
     .executableTarget(name: "JobCrashChild", dependencies: ["LoadableKit"], path: "Tests/JobCrashChild"),
 

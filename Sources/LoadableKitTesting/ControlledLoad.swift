@@ -34,7 +34,7 @@ public final class ControlledLoad<Value: Sendable>: Sendable {
     var maxRunning = 0
     var pending: [Pending] = []
     var cancelledEarly: Set<UInt64> = []
-    var startWaiters: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+    var startWaiters = CountWaits()
   }
 
   private let state = Mutex(State())
@@ -65,15 +65,29 @@ public final class ControlledLoad<Value: Sendable>: Sendable {
   public var maxConcurrentAttempts: Int { state.withLock(owner: self) { $0.maxRunning } }
 
   /// Waits until at least `count` attempts have started in total.
-  public func waitForStart(_ count: Int = 1) async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let ready = state.withLock(owner: self) { state in
-        if state.started >= count { return true }
-        state.startWaiters.append((count, continuation))
-        return false
-      }
-      if ready { continuation.resume() }
-    }
+  ///
+  /// - Parameters:
+  ///   - count: how many attempts, in total, to wait for.
+  ///   - timeout: how long, in real time, to wait before giving up: a bound on an attempt that
+  ///     never starts, not a way to wait (``TestKit/defaultTimeout``).
+  /// - Throws: ``TestKitTimeout``, saying how many attempts started, wait and were cancelled,
+  ///   when `timeout` passes first; `CancellationError` when the waiting task is cancelled (a
+  ///   test's time limit cancels it).
+  public func waitForStart(_ count: Int = 1, timeout: Duration = TestKit.defaultTimeout) async throws {
+    try await boundedWait(
+      timeout: timeout,
+      register: { id, continuation in
+        state.withLock(owner: self) { state in
+          if state.started >= count { return true }
+          state.startWaiters.add(id, until: count, continuation)
+          return false
+        }
+      },
+      withdraw: { [self] id in state.withLock(owner: self) { $0.startWaiters.withdraw(id) } },
+      describe: { [self] in
+        let (started, pending, cancelled) = state.withLock(owner: self) { ($0.started, $0.pending.count, $0.cancelled) }
+        return "ControlledLoad.waitForStart(\(count)): \(started) started, \(pending) waiting for the test, \(cancelled) cancelled"
+      })
   }
 
   /// Ends the oldest waiting attempt with `value`.
@@ -108,14 +122,9 @@ public final class ControlledLoad<Value: Sendable>: Sendable {
     defer { state.withLock(owner: self) { $0.running -= 1 } }
     let body = {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
-        let (cancelled, ready) = self.state.withLock(owner: self) { state -> (Bool, [UnsafeContinuation<Void, Never>]) in
+        let (cancelled, ready) = self.state.withLock(owner: self) { state -> (Bool, [UnsafeContinuation<Void, any Error>]) in
           state.started += 1
-          var ready: [UnsafeContinuation<Void, Never>] = []
-          state.startWaiters.removeAll { waiter in
-            guard state.started >= waiter.count else { return false }
-            ready.append(waiter.continuation)
-            return true
-          }
+          let ready = state.startWaiters.takeSatisfied(by: state.started)
           if state.cancelledEarly.remove(id) != nil {
             state.cancelled += 1
             return (true, ready)

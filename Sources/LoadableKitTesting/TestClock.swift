@@ -36,7 +36,7 @@ public final class TestClock: Clock, Sendable {
     var nextID: UInt64 = 0
     var sleepers: [Sleeper] = []
     var cancelled: Set<UInt64> = []
-    var countWaiters: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+    var countWaiters = CountWaits()
   }
 
   private let state = Mutex(State())
@@ -68,11 +68,11 @@ public final class TestClock: Clock, Sendable {
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
         enum Outcome { case wait, ready, cancelled }
-        let (outcome, wake) = state.withLock(owner: self) { state -> (Outcome, [UnsafeContinuation<Void, Never>]) in
+        let (outcome, wake) = state.withLock(owner: self) { state -> (Outcome, [UnsafeContinuation<Void, any Error>]) in
           if state.cancelled.remove(id) != nil || Task.isCancelled { return (.cancelled, []) }
           if deadline <= state.now { return (.ready, []) }
           state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-          return (.wait, Self.takeSatisfiedCountWaiters(&state))
+          return (.wait, state.countWaiters.takeSatisfied(by: state.sleepers.count))
         }
         for waiter in wake { waiter.resume() }
         switch outcome {
@@ -97,15 +97,29 @@ public final class TestClock: Clock, Sendable {
   ///
   /// Use it to synchronize with the code under test before moving time, instead of yielding and
   /// hoping the other task got there.
-  public func waitForSleepers(_ count: Int = 1) async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let ready = state.withLock(owner: self) { state -> Bool in
-        if state.sleepers.count >= count { return true }
-        state.countWaiters.append((count, continuation))
-        return false
-      }
-      if ready { continuation.resume() }
-    }
+  ///
+  /// - Parameters:
+  ///   - count: how many sleepers to wait for.
+  ///   - timeout: how long, in real time, to wait before giving up: a bound on a lost sleeper,
+  ///     not a way to wait (``TestKit/defaultTimeout``).
+  /// - Throws: ``TestKitTimeout``, saying how many tasks were sleeping and until when, when
+  ///   `timeout` passes first; `CancellationError` when the waiting task is cancelled (a test's
+  ///   time limit cancels it).
+  public func waitForSleepers(_ count: Int = 1, timeout: Duration = TestKit.defaultTimeout) async throws {
+    try await boundedWait(
+      timeout: timeout,
+      register: { id, continuation in
+        state.withLock(owner: self) { state in
+          if state.sleepers.count >= count { return true }
+          state.countWaiters.add(id, until: count, continuation)
+          return false
+        }
+      },
+      withdraw: { [self] id in state.withLock(owner: self) { $0.countWaiters.withdraw(id) } },
+      describe: { [self] in
+        let (now, deadlines) = state.withLock(owner: self) { ($0.now, $0.sleepers.map(\.deadline).sorted()) }
+        return "TestClock.waitForSleepers(\(count)) at \(now): \(deadlines.count) sleeping (until \(deadlines))"
+      })
   }
 
   /// Moves time forward by `duration`, resuming every sleeper whose deadline is reached, earliest
@@ -142,13 +156,4 @@ public final class TestClock: Clock, Sendable {
     }
   }
 
-  private static func takeSatisfiedCountWaiters(_ state: inout State) -> [UnsafeContinuation<Void, Never>] {
-    var ready: [UnsafeContinuation<Void, Never>] = []
-    state.countWaiters.removeAll { waiter in
-      guard state.sleepers.count >= waiter.count else { return false }
-      ready.append(waiter.continuation)
-      return true
-    }
-    return ready
-  }
 }

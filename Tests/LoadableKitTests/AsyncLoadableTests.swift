@@ -107,7 +107,7 @@ struct AsyncLoadableTests {
     // The cancelled work is still running, so the new attempt waits for it.
     #expect(control.startCount == 1)
     control.resolve(99)
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     #expect(loadable.content == nil, "the late result was dropped")
     #expect(loadable.loadStatus == .loading)
     control.resolve(5)
@@ -127,7 +127,7 @@ struct AsyncLoadableTests {
       observation = loadable.observeLoadStatus { observed.append($0) }
       loadable.sync()
     }
-    await control.waitForStart()
+    try await control.waitForStart()
     #expect(weakLoadable != nil, "a running attempt keeps its loadable alive")
     control.resolve(1)
     await eventually { weakLoadable == nil }
@@ -138,7 +138,7 @@ struct AsyncLoadableTests {
   @Test func refreshKeepsContentAndAFailedRefreshIsSticky() async throws {
     let (loadable, control) = try await makeLoadable(in: .loaded)
     let refresh = Task { try await loadable.fetch() }
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     #expect(loadable.loadStatus == .loading)
     #expect(loadable.content == 1)
     // fetchIfNeeded answers with the old content during a refresh.
@@ -151,7 +151,7 @@ struct AsyncLoadableTests {
     await #expect(throws: Boom(code: 2)) { try await loadable.load() }
     #expect(control.startCount == 2)
     let retry = Task { try await loadable.retryLoad() }
-    await control.waitForStart(3)
+    try await control.waitForStart(3)
     control.resolve(3)
     try await retry.value
     #expect(loadable.content == 3)
@@ -204,7 +204,7 @@ struct AsyncLoadableTests {
     let calls = Recorder<Bool>()
     loadable.load { error in calls.append(error == nil && registered.load(ordering: .acquiring)) }
     registered.store(true, ordering: .releasing)
-    await control.waitForStart()
+    try await control.waitForStart()
     #expect(calls.count == 0)
     control.resolve(1)
     await eventually { calls.count == 1 }
@@ -228,7 +228,7 @@ struct AsyncLoadableTests {
     let control = ControlledLoad<Int>()
     let token = Expiring(control: control)
     token.syncIfNeeded()
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve(1)
     await eventually { token.loadStatus == .loaded }
     token.syncIfNeeded()
@@ -237,7 +237,7 @@ struct AsyncLoadableTests {
     token.syncIfNeeded()
     #expect(token.loadStatus == .loading)
     #expect(token.content == 1)
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(2)
     await eventually { token.loadStatus == .loaded }
     #expect(token.content == 2)
@@ -275,11 +275,11 @@ struct ObservationTests {
     var iterator = loadable.loadStatusUpdates.makeAsyncIterator()
     #expect(await iterator.next() == .loaded)
     loadable.sync()
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.fail(Boom())
     await eventually { loadable.loadStatus == .failed }
     let retry = Task { try await loadable.retryLoad() }
-    await control.waitForStart(3)
+    try await control.waitForStart(3)
     control.resolve(4)
     try await retry.value
     var seen: [LoadStatus] = []
@@ -290,22 +290,26 @@ struct ObservationTests {
   @Test func handlersSeeEveryChangeInOrderAndMayReenter() async throws {
     let (loadable, control) = try await makeLoadable(in: .notLoaded)
     let seen = Recorder<LoadStatus>()
+    let read = Recorder<LoadStatus>()
     let observation = loadable.observeLoadStatus { status in
-      // Re-entering the loadable from a handler must not deadlock.
-      seen.append(loadable.loadStatus == status ? status : status)
+      // Re-entering the loadable from a handler must not deadlock: it reads the status (which
+      // may have moved on since `status` was delivered, but not while nothing else happens).
+      read.append(loadable.loadStatus)
+      seen.append(status)
       if status == .failed { loadable.sync() }
     }
-    #expect(seen.values == [.notLoaded])
+    #expect(seen.values == [.notLoaded] && read.values == [.notLoaded])
     loadable.sync()
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Boom())
-    await control.waitForStart(2)  // the handler restarted it
+    try await control.waitForStart(2)  // the handler restarted it
     control.resolve(1)
     await eventually { seen.count == 5 }
     #expect(seen.values == [.notLoaded, .loading, .failed, .loading, .loaded])
+    #expect(read.values.count == 5 && read.values.last == .loaded)
     observation.cancel()
     loadable.sync()
-    await control.waitForStart(3)
+    try await control.waitForStart(3)
     control.resolve(2)
     await eventually { loadable.loadStatus == .loaded }
     #expect(seen.count == 5, "a cancelled observation hears nothing more")
@@ -337,7 +341,7 @@ struct ObservationTests {
     } onChange: {
       contentFired.append(true)
     }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve(1)
     await eventually { contentFired.count == 1 }
   }
@@ -356,7 +360,7 @@ struct PriorityTests {
     }
     let loadable = Recording()
     let low = Task(priority: .background) { try await loadable.fetch() }
-    await loadable.gate.waitForStart()
+    try await loadable.gate.waitForStart()
     let high = Task(priority: .high) { try await loadable.fetch() }
     await eventually { loadable.waiterCount == 2 }
     loadable.gate.resolve(())

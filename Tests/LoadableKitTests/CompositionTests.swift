@@ -23,7 +23,7 @@ struct DependencyScenarioTests {
     let featureTable = table.makeLoadable()
     let layer = featureTable.map { "layer over \($0)" }
     let load = Task { try await layer.load() }
-    await table.waitForStart()
+    try await table.waitForStart()
     table.fail(Boom(code: 500))
     await #expect(throws: Boom(code: 500)) { try await load.value }
     #expect(layer.loadStatus == .failed)
@@ -33,7 +33,7 @@ struct DependencyScenarioTests {
     #expect(table.startCount == 1)
     // retryLoad() cascades to the failed table.
     let retry = Task { try await layer.retryLoad() }
-    await table.waitForStart(2)
+    try await table.waitForStart(2)
     table.resolve("parks")
     try await retry.value
     #expect(layer.content == "layer over parks")
@@ -46,12 +46,12 @@ struct DependencyScenarioTests {
     let item = portalLoadable.map { "item in \($0)" }
     let layer = item.map { "layer from \($0)" }
     let first = Task { try await layer.load() }
-    await portal.waitForStart()
+    try await portal.waitForStart()
     portal.fail(Boom(code: 503))
     await #expect(throws: Boom(code: 503)) { try await first.value }
     #expect(item.loadStatus == .failed)
     let retry = Task { try await layer.retryLoad() }
-    await portal.waitForStart(2)
+    try await portal.waitForStart(2)
     portal.resolve("portal")
     try await retry.value
     #expect(layer.content == "layer from item in portal")
@@ -64,7 +64,7 @@ struct DependencyScenarioTests {
     let map = AsyncLoadable { "map" }
     map.addDependency(portalLoadable)
     let load = Task { try await map.load() }
-    await portal.waitForStart()
+    try await portal.waitForStart()
     #expect(portalLoadable.loadStatus == .loading)
     map.cancelLoad()
     await #expect(throws: CancellationError.self) { try await load.value }
@@ -73,7 +73,7 @@ struct DependencyScenarioTests {
     #expect(portalLoadable.loadError == nil, "nobody asked the portal to cancel: it is not left failed")
     // The next screen can load it normally.
     let next = Task { try await portalLoadable.fetch() }
-    await portal.waitForStart(2)
+    try await portal.waitForStart(2)
     portal.resolve("portal")
     #expect(try await next.value == "portal")
   }
@@ -84,7 +84,7 @@ struct DependencyScenarioTests {
     let map = AsyncLoadable { "map" }
     map.addDependency(portalLoadable)
     let mapLoad = Task { try await map.load() }
-    await portal.waitForStart()
+    try await portal.waitForStart()
     let other = Task { try await portalLoadable.fetch() }
     await eventually { portalLoadable.waiterCount == 2 }
     map.cancelLoad()
@@ -99,7 +99,7 @@ struct DependencyScenarioTests {
     let portal = ControlledLoad<String>()
     let portalLoadable = portal.makeLoadable()
     portalLoadable.sync()
-    await portal.waitForStart()
+    try await portal.waitForStart()
     let map = AsyncLoadable { "map" }
     map.addDependency(portalLoadable)
     let mapLoad = Task { try await map.load() }
@@ -123,7 +123,7 @@ struct DependencyScenarioTests {
     for _ in 0..<length { chain.append(chain.last!.map { $0 + 1 }) }
     let top = chain.last!
     let load = Task { try await top.load() }
-    await root.waitForStart()
+    try await root.waitForStart()
     await eventually { chain.allSatisfy { $0.loadStatus == .loading } }
     top.cancelLoad()
     let stillLoading = chain.dropLast().filter { $0.loadStatus != .notLoaded }.count
@@ -147,15 +147,15 @@ struct DependencyScenarioTests {
     let loadable = control.makeLoadable()
     loadable.addDependency(legacy)
     let first = Task { try await loadable.fetch() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Boom())
     _ = await first.result
     let retry = Task { try await loadable.retryLoad() }
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(1)
     try await retry.value
     let refresh = Task { try await loadable.fetch() }
-    await control.waitForStart(3)
+    try await control.waitForStart(3)
     control.resolve(2)
     _ = try await refresh.value
     #expect(legacy.calls.values == ["load", "retry", "load"])
@@ -172,7 +172,7 @@ struct IntentTests {
     #expect(try await derived.fetchIfNeeded() == 10)
     #expect(control.startCount == 1)
     let refresh = Task { try await derived.fetch() }
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(2)
     #expect(try await refresh.value == 20)
   }
@@ -197,7 +197,7 @@ struct IntentTests {
     #expect(item.content == "1-1")
     #expect(control.startCount == 1, "load() does not refresh a loaded dependency")
     let refresh = Task { try await item.fetch() }
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(2)
     #expect(try await refresh.value == "2-2")
     #expect(control.startCount == 2, "refreshed once, though declared and asked for twice")
@@ -215,11 +215,11 @@ struct IntentTests {
     #expect(tableOfLayer.loadStatus == .notLoaded, "derived loads are lazy")
     #expect(tableControl.startCount == 0)
     let first = Task { try await tableOfLayer.load() }
-    await tableControl.waitForStart()
+    try await tableControl.waitForStart()
     tableControl.fail(Boom(code: 1))
     await #expect(throws: Boom(code: 1)) { try await first.value }
     let retry = Task { try await tableOfLayer.retryLoad() }
-    await tableControl.waitForStart(2)
+    try await tableControl.waitForStart(2)
     tableControl.resolve("table")
     try await retry.value
     #expect(tableOfLayer.content == "table")
@@ -293,8 +293,8 @@ struct CombinatorTests {
     let failingLoadable = failing.makeLoadable()
     let zipped = zip(slowLoadable, failingLoadable)
     let load = Task { try await zipped.load() }
-    await slow.waitForStart()
-    await failing.waitForStart()
+    try await slow.waitForStart()
+    try await failing.waitForStart()
     failing.fail(Boom(code: 9))
     await #expect(throws: Boom(code: 9)) { try await load.value }
     await eventually { slow.cancelledCount == 1 }
@@ -311,7 +311,7 @@ struct CombinatorTests {
     #expect(!asyncDoubled.needsSync)
     #expect(!doubled.needsSync)
     parent.sync()
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(5)
     await eventually { doubled.content == 10 }
     #expect(doubled.loadStatus == .loaded)
@@ -331,7 +331,7 @@ struct CombinatorTests {
     }
     #expect(checked.content == 1)
     parent.sync()
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(4)
     await eventually { checked.loadStatus == .failed }
     #expect(checked.loadError as? Boom == Boom(code: 4))
@@ -344,11 +344,11 @@ struct CombinatorTests {
     for _ in 0..<10_000 { top = top.map { $0 + 1 } }
     let chainTop = top
     let load = Task { try await chainTop.fetch() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve(0)
     #expect(try await load.value == 10_000)
     root.sync()
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(1)
     await eventually { chainTop.content == 10_001 }
   }
@@ -494,13 +494,13 @@ struct DiscoveredDependencyTests {
     let map = WebMap(layer: layer)
     try await map.load()  // does not wait for the layer
     #expect(map.loadStatus == .loaded)
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Boom(code: 404))
     await eventually { layer.loadStatus == .failed }
     #expect(map.loadStatus == .loaded)
     // A refresh of the map refreshes the layer it discovers, which starts the failed layer again.
     let retry = Task { try await map.fetch() }
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve("layer")
     _ = try await retry.value
     await eventually { layer.loadStatus == .loaded }
@@ -529,7 +529,7 @@ struct CascadeInterestTests {
     let map = AsyncLoadable { "map" }
     map.addDependency(portalLoadable)
     let mapLoad = Task { try await map.load() }
-    await portal.waitForStart()
+    try await portal.waitForStart()
     let visitor = Task { try await portalLoadable.load() }
     await eventually { portalLoadable.waiterCount == 2 }
     visitor.cancel()

@@ -98,7 +98,7 @@ struct ContentLoaderPriorityTests {
       return (value, 1)
     }
     let claim = await Task(priority: .background) { loader.begin(1, priority: .background) }.value
-    await control.waitForStart()
+    try await control.waitForStart()
     claim.priority = .visible
     control.resolve(1)
     await eventually { loader.snapshot(for: 1)?.status == .loaded }

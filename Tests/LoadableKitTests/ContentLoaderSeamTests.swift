@@ -161,11 +161,11 @@ struct ContentLoaderSeamTests {
     loader.begin(1).end()
     // Refresh: the loaded value is replaced by a newer one.
     let claim = loader.begin(2)
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve(0)
     await eventually { loader.snapshot(for: 2)?.status == .loaded }
     loader.refresh(2)
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(0)
     await eventually { loader.snapshot(for: 2)?.value?.name == "v2" }
     // Eviction: the last claim ends with no idle entries allowed.

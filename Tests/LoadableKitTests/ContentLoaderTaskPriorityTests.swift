@@ -22,7 +22,7 @@ struct ContentLoaderTaskPriorityTests {
     let observed = Recorder<(key: Int, priority: TaskPriority)>()
     let loader = observing(control, into: observed)
     let ahead = await Task(priority: .userInitiated) { loader.prefetch([1]) }.value
-    await control.waitForStart()
+    try await control.waitForStart()
     let priority = try #require(observed.values.first(where: { $0.key == 1 })?.priority)
     #expect(priority == ClaimPriority.prefetch.taskPriority)
     #expect(priority < .userInitiated)
@@ -45,7 +45,7 @@ struct ContentLoaderTaskPriorityTests {
       return (try await item.fetchIfNeeded() + " \(key)", 1)
     }
     let claim = await Task(priority: .background) { loader.begin(3) }.value
-    await control.waitForStart()
+    try await control.waitForStart()
     for name in ["row 3", "item"] {
       let priority = try #require(observed.values.first(where: { $0.key == name })?.priority)
       #expect(priority >= ClaimPriority.visible.taskPriority, "\(name) ran at \(priority)")
@@ -60,7 +60,7 @@ struct ContentLoaderTaskPriorityTests {
     let observed = Recorder<(key: Int, priority: TaskPriority)>()
     let loader = observing(control, into: observed)
     let claim = await Task(priority: .userInitiated) { loader.begin(2, priority: ClaimPriority.background) }.value
-    await control.waitForStart()
+    try await control.waitForStart()
     #expect(observed.values.first(where: { $0.key == 2 })?.priority == TaskPriority.background)
     control.resolve(2)
     await eventually { claim.snapshot.status == LoadStatus.loaded }

@@ -276,7 +276,7 @@ struct ContentLoaderTests {
     await source.waitUntil { $0.started == 5 + $0.cancelled }
   }
 
-  @Test func evictsIdleEntriesAfterTheIdleTimeout() async {
+  @Test func evictsIdleEntriesAfterTheIdleTimeout() async throws {
     let source = KeyedSource()
     let clock = TestClock()
     let loader = makeLoader(source, idleTimeout: .seconds(10), clock: clock)
@@ -287,7 +287,7 @@ struct ContentLoaderTests {
     await events.skip(until: event(.loaded(1, "one", 1)))
     one.end()
 
-    await clock.sleepers(1)  // the sweeper, waiting for t+10
+    try await clock.waitForSleepers(1)  // the sweeper, waiting for t+10
     await clock.advance(by: .seconds(9))
     #expect(clock.sleeperCount == 1 && loader.count == 1)
     loader.begin(2).end()  // idle since t+9
@@ -295,7 +295,7 @@ struct ContentLoaderTests {
 
     await clock.advance(by: .seconds(1))
     #expect(await events.next() == event(.evicted(1)))
-    await clock.sleepers(1)  // the sweeper again, now for t+19
+    try await clock.waitForSleepers(1)  // the sweeper again, now for t+19
     #expect(loader.count == 1)
     await clock.advance(by: .seconds(9))
     #expect(await events.next() == event(.evicted(2)))
@@ -408,13 +408,13 @@ struct ContentLoaderTests {
 
   // MARK: - Grace period
 
-  @Test func aKeyClaimedAgainWithinTheGracePeriodKeepsItsLoad() async {
+  @Test func aKeyClaimedAgainWithinTheGracePeriodKeepsItsLoad() async throws {
     let source = KeyedSource()
     let clock = TestClock()
     let loader = makeLoader(source, gracePeriod: .seconds(5), clock: clock)
     var events = Reader(loader.events)
     loader.begin(1).end()
-    await clock.sleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(loader.snapshot(for: 1)?.status == .loading)
 
     let claim = loader.begin(1)  // a reused cell: the timer is cancelled, the load goes on
@@ -428,7 +428,7 @@ struct ContentLoaderTests {
     claim.end()
 
     loader.begin(2).end()
-    await clock.sleepers(1)
+    try await clock.waitForSleepers(1)
     await clock.advance(by: .seconds(4))
     #expect(clock.sleeperCount == 1 && loader.snapshot(for: 2)?.status == .loading)
     await clock.advance(by: .seconds(1))
@@ -462,13 +462,13 @@ struct ContentLoaderTests {
     #expect(source.stats.started == 2)
   }
 
-  @Test func aLoadThatPredatesARefreshDoesNotMakeTheKeyFresh() async {
+  @Test func aLoadThatPredatesARefreshDoesNotMakeTheKeyFresh() async throws {
     let source = KeyedSource()
     let clock = TestClock()
     let loader = makeLoader(source, gracePeriod: .seconds(5), clock: clock)
     var events = Reader(loader.events)
     loader.begin(1).end()
-    await clock.sleepers(1)  // the load goes on for the grace period
+    try await clock.waitForSleepers(1)  // the load goes on for the grace period
     await source.waitForStarts(1)
     loader.refresh(1)  // nobody is interested: nothing starts, the key is marked stale
     source.resolve(1, "old", version: 1)
@@ -490,7 +490,7 @@ struct ContentLoaderTests {
     }
     let claim = loader.begin(1)
     var updates = Reader(claim.updates(bufferingPolicy: .unbounded))
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve(Tracked(released))
     await updates.skip(until: "Snapshot(1: loaded, value: tracked, version: 1)")
     claim.end()  // evicted at once: no idle entries are kept

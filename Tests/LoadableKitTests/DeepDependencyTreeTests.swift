@@ -60,7 +60,7 @@ import Testing
     let top = source.map { $0 + 1 }.named("top")
     let before = ContinuousClock.now
     let loading = Task { try await top.load() }
-    await held.waitForStart()
+    try await held.waitForStart()
     // A bounded spin, not a sleep: the attempt stays held until the clock has moved 20 ms.
     while before.duration(to: .now) < .milliseconds(20) { await Task.yield() }
     #expect(held.resolve(41))

@@ -10,7 +10,7 @@ import Testing
 struct DependencyGroupTests {
   /// A map with `count` controlled layers as its required dependencies, being loaded by `load`;
   /// returns once every layer's load has started.
-  func loadingMap(over count: Int) async -> (
+  func loadingMap(over count: Int) async throws -> (
     loads: [ControlledLoad<String>], layers: [AsyncLoadable<String>], map: AsyncLoadable<String>,
     load: Task<Void, any Error>
   ) {
@@ -19,12 +19,12 @@ struct DependencyGroupTests {
     let map = AsyncLoadable { "map" }
     for layer in layers { map.addDependency(layer) }
     let load = Task { try await map.load() }
-    for control in loads { await control.waitForStart() }
+    for control in loads { try await control.waitForStart() }
     return (loads, layers, map, load)
   }
 
   @Test func theDependenciesLoadTogetherAndTheAttemptWaitsForAll() async throws {
-    let (loads, layers, map, load) = await loadingMap(over: 3)
+    let (loads, layers, map, load) = try await loadingMap(over: 3)
     loads[2].resolve("c")
     loads[0].resolve("a")
     await eventually { layers[0].loadStatus == .loaded && layers[2].loadStatus == .loaded }
@@ -36,7 +36,7 @@ struct DependencyGroupTests {
   }
 
   @Test func theFirstFailureFailsTheAttemptAndPutsBackWhatOnlyItWanted() async throws {
-    let (loads, layers, map, load) = await loadingMap(over: 3)
+    let (loads, layers, map, load) = try await loadingMap(over: 3)
     loads[1].fail(Boom(code: 7))
     await #expect(throws: Boom(code: 7)) { try await load.value }
     // Withdrawn before the attempt failed, as a task group's cancelled children have returned
@@ -50,7 +50,7 @@ struct DependencyGroupTests {
   }
 
   @Test func aFailureLeavesLoadingWhatAnotherCallerWaitsFor() async throws {
-    let (loads, layers, _, load) = await loadingMap(over: 2)
+    let (loads, layers, _, load) = try await loadingMap(over: 2)
     let other = Task { try await layers[1].fetch() }
     await eventually { layers[1].waiterCount == 2 }
     loads[0].fail(Boom(code: 1))
@@ -63,7 +63,7 @@ struct DependencyGroupTests {
   }
 
   @Test func cancellingTheAttemptWithdrawsEveryWait() async throws {
-    let (loads, layers, map, load) = await loadingMap(over: 3)
+    let (loads, layers, map, load) = try await loadingMap(over: 3)
     loads[0].resolve("a")
     await eventually { layers[0].loadStatus == .loaded }
     map.cancelLoad()
@@ -109,11 +109,11 @@ struct DependencyGroupTests {
     let control = ControlledLoad<String>()
     let source = control.makeLoadable()
     let first = Task { try await source.fetch() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve("a")
     _ = try await first.value
     let refresh = Task { try await source.fetch() }
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     let map = source.map { $0.uppercased() }
     let mapped = Task { try await map.fetchIfNeeded() }
     await eventually { source.waiterCount == 2 }  // the refresh's caller and the map's attempt
@@ -127,7 +127,7 @@ struct DependencyGroupTests {
     let layer = control.makeLoadable()
     let both = zip(layer, layer, layer.map { $0.uppercased() })
     let load = Task { try await both.fetch() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve("a")
     let (first, second, upper) = try await load.value
     #expect(first == "a" && second == "a" && upper == "A")

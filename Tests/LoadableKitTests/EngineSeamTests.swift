@@ -29,7 +29,7 @@ struct EngineSeamTests {
     }
     holder.withLock(owner: holderOwner) { $0 = a }
     try await a.load()
-    await gate.waitForStart()  // the user's task is waiting for `b`
+    try await gate.waitForStart()  // the user's task is waiting for `b`
     gate.resolve(())
     try await b.load()
     #expect(b.content == 11)
@@ -80,12 +80,12 @@ struct EngineSeamTests {
     let loading = Task(executorPreference: executor) {
       try await TaskLaunch.$executor.withValue(executor) { try await view.load() }
     }
-    await control.waitForStart(1)
+    try await control.waitForStart(1)
     control.resolve(1)
-    await inTransform.waitForStart()
+    try await inTransform.waitForStart()
     // The view's attempt has read the source (1) and is computing. Now the source refreshes to 2.
     source.sync()
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(2)
     await eventually { source.content == 2 && source.loadStatus == .loaded }
     release.signal()
@@ -139,7 +139,7 @@ struct EngineSeamTests {
     let other = otherControl.makeLoadable()
     for (loadable, control) in [(source, sourceControl), (other, otherControl)] {
       let loading = Task { try await loadable.load() }
-      await control.waitForStart(1)
+      try await control.waitForStart(1)
       control.resolve(1)
       try await loading.value
     }
@@ -150,8 +150,8 @@ struct EngineSeamTests {
 
     // The dependent's fetch starts the view's attempt, which fetches both sources.
     let fetching = Task { try await dependent.fetch() }
-    await sourceControl.waitForStart(2)
-    await otherControl.waitForStart(2)
+    try await sourceControl.waitForStart(2)
+    try await otherControl.waitForStart(2)
     // Somebody else wants both sources' new contents: they keep loading when the cascade comes
     // (an undone source would tell the view, which would then catch up on that account alone).
     let sourceCaller = Task { try await source.load() }
@@ -184,7 +184,7 @@ struct EngineSeamTests {
     do {
       let loadable = control.makeLoadable()
       let loading = Task { try await loadable.load() }
-      await control.waitForStart(1)
+      try await control.waitForStart(1)
       kept = loadable.withState { $0.attempt }
       control.resolve(1)
       try await loading.value
@@ -222,7 +222,7 @@ struct EngineSeamTests {
   @Test func aRetryAfterAFailureShowsNoErrorWhileLoading() async throws {
     let (loadable, control) = try await makeLoadable(in: .failed)
     let retrying = Task { try await loadable.retryLoad() }
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     let snapshot = loadable.snapshot
     #expect(snapshot.status == .loading)
     #expect(snapshot.error == nil)

@@ -88,7 +88,7 @@ final class RecordingInstrument: LoadInstrument {
     for loadable in [table, parks, trails, map] { loadable.instrument = recorder }
 
     let load = Task { try await map.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     // The table is held until both layers wait for its one attempt.
     await eventually { table.withState { $0.attempt?.waitingCount } == 2 }
     #expect(control.resolve("table"))
@@ -149,7 +149,7 @@ final class RecordingInstrument: LoadInstrument {
     for loadable in [portal, item] { loadable.instrument = recorder }
 
     let load = Task { try await item.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     item.cancelLoad()
     await #expect(throws: CancellationError.self) { try await load.value }
     await eventually { recorder.ends.count == 2 }
@@ -181,9 +181,9 @@ final class RecordingInstrument: LoadInstrument {
     portal.instrument = recorder
 
     let load = Task { try await portal.load() }
-    await clock.waitForSleepers()
+    try await clock.waitForSleepers()
     await clock.advance(by: .seconds(1))
-    await clock.waitForSleepers()
+    try await clock.waitForSleepers()
     await clock.advance(by: .seconds(2))
     try await load.value
 
@@ -204,11 +204,11 @@ final class RecordingInstrument: LoadInstrument {
     for loadable in [table, layer] { loadable.instrument = recorder }
 
     let first = Task { try await layer.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Boom(code: 404))
     await #expect(throws: Boom.self) { try await first.value }
     let retry = Task { try await layer.retryLoad() }
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve("table")
     try await retry.value
 

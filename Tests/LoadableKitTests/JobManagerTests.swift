@@ -153,7 +153,7 @@ struct JobManagerTests {
     let job = Job(work)
     let id = try manager.add(job).id
     job.start()
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(await manager.cancel(id: id))
     #expect(store.object(id)?["status"] as? String == "failed")
     #expect(manager.jobs.count == 1)
@@ -246,7 +246,7 @@ struct JobManagerTests {
     await arrived.wait()
     #expect(store.saveCount == 2)
     #expect((store.object(id)?["messages"] as? [Any])?.count == 0)
-    await clock.waitForSleepers(1)  // one flush scheduled for the three changes
+    try await clock.waitForSleepers(1)  // one flush scheduled for the three changes
     await clock.advance(by: .seconds(5))
     await store.waitForSaves(3)
     #expect((store.object(id)?["messages"] as? [Any])?.count == 2)

@@ -22,7 +22,7 @@ struct JobsCancelTests {
     JobHooks.set(work.id, holdJobAt(2, on: clock))
     let job = Job(work)
     job.start()
-    await clock.waitForSleepers(1)  // inside unit 2
+    try await clock.waitForSleepers(1)  // inside unit 2
     #expect(await job.cancel())
     // cancel() returned only after the work stopped: its state is final now.
     #expect(job.status == .failed)
@@ -51,7 +51,7 @@ struct JobsCancelTests {
     JobHooks.set(work.id, holdJobAt(2, on: clock))
     let original = Job(work)
     original.start()
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     let data = try original.toJSON()
     await original.cancel()
     let restored = try Job<CountingWork>.fromJSON(data)

@@ -139,7 +139,7 @@ struct JobsLifecycleTests {
     case "cancel-running":
       JobHooks.set(work.id, holdJobAt(1, on: clock))
       job.start()
-      await clock.waitForSleepers(1)
+      try await clock.waitForSleepers(1)
       #expect(await job.cancel())
       expected = [.notStarted, .started, .canceling, .failed]
     case "cancel-paused":
@@ -185,7 +185,7 @@ struct JobsOutputTests {
     JobHooks.set(work.id, holdJobAt(1, on: clock))
     let job = Job(work)
     job.start()
-    await clock.waitForSleepers(1)  // the job is running and cannot finish
+    try await clock.waitForSleepers(1)  // the job is running and cannot finish
     let awaiters = (0..<5).map { _ in Task { try await job.output } }
     for awaiter in awaiters { awaiter.cancel() }
     for awaiter in awaiters {

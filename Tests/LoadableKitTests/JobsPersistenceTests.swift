@@ -42,7 +42,7 @@ struct JobsPersistenceTests {
     JobHooks.set(work.id, holdJobAt(3, on: clock))
     let job = Job(work)
     job.start()
-    await clock.waitForSleepers(1)  // unit 3 is in progress; the checkpoint says 3
+    try await clock.waitForSleepers(1)  // unit 3 is in progress; the checkpoint says 3
     let data = try job.toJSON()
     await job.cancel()
     JobHooks.set(work.id) { _ in }
@@ -199,7 +199,7 @@ struct JobsPersistenceTests {
     let options = JobOptions(isTransient: { $0 is JobTransientError }, backoff: .constant(.seconds(5)), clock: clock)
     let job = try Job<ScriptedWork>.fromJSON(data, options: options)
     job.start()
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(clock.pendingDeadlines == [.init(offset: .seconds(5))])
     await clock.advance(by: .seconds(5))
     #expect(try await job.output == "done")
@@ -321,7 +321,7 @@ struct JobsRegistryTests {
     let work = ScriptedWork(runs: [[.fail(transient: true)], []])
     let job = try registry.job(fromJSON: try Job(work).toJSON())
     job.start()
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(clock.pendingDeadlines == [.init(offset: .seconds(7))])
     await clock.advance(by: .seconds(7))
     #expect(try await #require(job as? Job<ScriptedWork>).output == "done")

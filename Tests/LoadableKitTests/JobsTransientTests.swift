@@ -16,9 +16,9 @@ struct JobsTransientTests {
 
   /// Lets the job's retries happen at the expected instants (minutes since the start), checking
   /// each deadline before moving the clock to it.
-  func expectRetries(atMinutes minutes: [Int], sourceLocation: SourceLocation = #_sourceLocation) async {
+  func expectRetries(atMinutes minutes: [Int], sourceLocation: SourceLocation = #_sourceLocation) async throws {
     for minute in minutes {
-      await clock.waitForSleepers(1)
+      try await clock.waitForSleepers(1)
       let deadline = TestClock.Instant(offset: .seconds(60 * minute))
       #expect(clock.pendingDeadlines == [deadline], sourceLocation: sourceLocation)
       await clock.advance(to: deadline)
@@ -30,7 +30,7 @@ struct JobsTransientTests {
     let work = ScriptedWork(runs: [fail, fail, fail, [.post("connected", .info)]], output: "synced")
     let job = Job(work, options: options())
     job.start()
-    await expectRetries(atMinutes: [1, 3, 7])  // 1, 2, 4 minutes of backoff
+    try await expectRetries(atMinutes: [1, 3, 7])  // 1, 2, 4 minutes of backoff
     #expect(try await job.output == "synced")
     #expect(job.status == .succeeded)
     #expect(JobLedger[work.id].runs == 4)
@@ -47,7 +47,7 @@ struct JobsTransientTests {
     job.start()
     // Backoff 1, 2, 4 minutes; the fourth wait is cut to the 3 minutes left in the window, and
     // the error at minute 10 gives up.
-    await expectRetries(atMinutes: [1, 3, 7, 10])
+    try await expectRetries(atMinutes: [1, 3, 7, 10])
     await #expect(throws: JobError.connectionLost) { try await job.output }
     #expect(job.status == .failed)
     let error = try #require(job.error as? JobError)
@@ -70,7 +70,7 @@ struct JobsTransientTests {
     job.start()
     // Errors at 0, 1, 3; at 7 a checkpoint was saved, so the window and the backoff start over:
     // 8, 10, then 14. Without the restart the error at 10 would have given up.
-    await expectRetries(atMinutes: [1, 3, 7, 8, 10, 14])
+    try await expectRetries(atMinutes: [1, 3, 7, 8, 10, 14])
     #expect(try await job.output == "done")
     #expect(job.checkpoint == 1)
     #expect(JobLedger[work.id].runs == 7)
@@ -89,7 +89,7 @@ struct JobsTransientTests {
     let job = Job(work, options: options(backoff: .constant(.seconds(30))))
     job.start()
     await failedOnce.wait()
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     await clock.advance(by: .seconds(30))
     #expect(try await job.output == work.expectedOutput)
     let ledger = JobLedger[work.id]
@@ -118,7 +118,7 @@ struct JobsTransientTests {
     let work = ScriptedWork(runs: [[.fail(transient: true)]])
     let job = Job(work, options: options())
     job.start()
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(await job.cancel())
     #expect(job.status == .failed)
     #expect(job.error is CancellationError)
@@ -130,7 +130,7 @@ struct JobsTransientTests {
     let work = ScriptedWork(runs: [[.fail(transient: true)], [.post("second run", .info)]])
     let job = Job(work, options: options())
     job.start()
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(job.pause())
     await job.waitUntilParked()  // waiting out a backoff counts as parked
     let saved = try job.toJSON()

@@ -14,15 +14,15 @@ struct LoadOptionsTests {
     let fetch = Task { try await loadable.fetch() }
     var expectedDeadline = Duration.zero
     for (try_, delay) in [(1, Duration.seconds(1)), (2, .seconds(2)), (3, .seconds(3))] {
-      await control.waitForStart(try_)
+      try await control.waitForStart(try_)
       control.fail(Boom(code: try_))
-      await clock.waitForSleepers(1)
+      try await clock.waitForSleepers(1)
       expectedDeadline += delay
       #expect(clock.pendingDeadlines == [TestClock.Instant(offset: expectedDeadline)])
       #expect(loadable.loadStatus == .loading, "retries happen inside one attempt")
       await clock.advance(by: delay)
     }
-    await control.waitForStart(4)
+    try await control.waitForStart(4)
     control.resolve(9)
     #expect(try await fetch.value == 9)
     #expect(control.startCount == 4)
@@ -35,11 +35,11 @@ struct LoadOptionsTests {
     loadable.loadOptions = LoadOptions(
       retryPolicy: RetryPolicy(maxAttempts: 2, initialDelay: .seconds(1), jitter: 0), clock: clock)
     let load = Task { try await loadable.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Boom(code: 1))
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     await clock.advance(by: .seconds(1))
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.fail(Boom(code: 2))
     await #expect(throws: Boom(code: 2)) { try await load.value }
     #expect(clock.sleeperCount == 0)
@@ -51,7 +51,7 @@ struct LoadOptionsTests {
     loadable.loadOptions = LoadOptions(
       retryPolicy: RetryPolicy(maxAttempts: 5, shouldRetry: { ($0 as? Boom)?.code != 401 }), clock: TestClock())
     let load = Task { try await loadable.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Boom(code: 401))
     await #expect(throws: Boom(code: 401)) { try await load.value }
     #expect(control.startCount == 1)
@@ -63,8 +63,8 @@ struct LoadOptionsTests {
     let loadable = control.makeLoadable()
     loadable.loadOptions = LoadOptions(timeout: .seconds(5), clock: clock)
     let load = Task { try await loadable.load() }
-    await control.waitForStart()
-    await clock.waitForSleepers(1)
+    try await control.waitForStart()
+    try await clock.waitForSleepers(1)
     #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(5))])
     await clock.advance(by: .seconds(4))
     #expect(loadable.loadStatus == .loading)
@@ -81,12 +81,12 @@ struct LoadOptionsTests {
     loadable.loadOptions = LoadOptions(
       retryPolicy: RetryPolicy(maxAttempts: 2, initialDelay: .seconds(1), jitter: 0), timeout: .seconds(10), clock: clock)
     let fetch = Task { try await loadable.fetch() }
-    await control.waitForStart()
-    await clock.waitForSleepers(1)
+    try await control.waitForStart()
+    try await clock.waitForSleepers(1)
     await clock.advance(by: .seconds(10))  // the first try times out
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     await clock.advance(by: .seconds(1))  // backoff
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(3)
     #expect(try await fetch.value == 3)
     #expect(control.cancelledCount == 1)

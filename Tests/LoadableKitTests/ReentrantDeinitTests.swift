@@ -1,5 +1,6 @@
 @testable import LoadableKit
 import LoadableKitTesting
+import Foundation
 import Synchronization
 import Testing
 
@@ -28,137 +29,183 @@ final class WeakHolder<Object: AnyObject>: Sendable {
 }
 
 /// Every user value a loadable holds — content, error, observer and completion handlers — is
-/// released after the lock, on every path that replaces or drops it.
-@Suite("Re-entrant deinit", .timeLimit(.minutes(1)))
+/// released after the lock, on every path that replaces or drops it. Each value's `deinit` reads
+/// the loadable, which takes its lock: released under the lock it stops the process with
+/// "Recursive call to lock Mutex", so each scenario runs in an exit test (as the Jobs ones do),
+/// and a failure is reported as that scenario's, not as the end of the whole run.
+@Suite("Re-entrant deinit", .timeLimit(.minutes(2)))
 struct ReentrantDeinitTests {
-  /// A loadable of `CallsBack` values whose deinits read the loadable's status.
-  final class Fixture: Sendable {
-    let holder = WeakHolder<AsyncLoadable<CallsBack>>()
-    let released = Counter()
-    let control = ControlledLoad<Int>()
+  @Test(arguments: EngineReleasePath.allCases)
+  func userValuesAreReleasedAfterTheLock(_ path: EngineReleasePath) async {
+    await #expect(processExitsWith: .success) { [path] in
+      await path.run()
+    }
+  }
+}
 
-    func value(_ tag: Int) -> CallsBack {
-      CallsBack(tag) { [holder, released] in
-        _ = holder.object?.loadStatus
-        _ = holder.object?.snapshot
-        released.increment()
+/// A loadable of `CallsBack` values whose deinits read the loadable's status.
+final class ReleaseFixture: Sendable {
+  let holder = WeakHolder<AsyncLoadable<CallsBack>>()
+  let released = Counter()
+  let control = ControlledLoad<Int>()
+
+  func value(_ tag: Int) -> CallsBack {
+    CallsBack(tag) { [holder, released] in
+      _ = holder.object?.loadStatus
+      _ = holder.object?.snapshot
+      released.increment()
+    }
+  }
+
+  func makeLoadable() -> AsyncLoadable<CallsBack> {
+    let loadable = AsyncLoadable<CallsBack> { [self] in
+      let tag = try await control.operation()
+      if tag < 0 { throw value(tag) }
+      return value(tag)
+    }
+    holder.set(loadable)
+    return loadable
+  }
+
+  func settle(attempt: Int, with tag: Int) async throws {
+    try await control.waitForStart(attempt)
+    control.resolve(tag)
+  }
+}
+
+/// The paths on which an `AsyncLoadable` lets go of a value its user gave it. Each runs in a
+/// child process and exits with 2, saying what it missed, when a value it must have released is
+/// still held; a value released under the lock traps before that.
+enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
+  /// A refresh replaces the content.
+  case contentReplacedByARefresh
+  /// A retry replaces the error; a cancelled retry replaces it with `CancellationError`.
+  case errorReplacedByARetryAndByACancel
+  /// A cascade cancel puts a dependency back as it was, dropping what its attempt held.
+  case aCascadeCancelRestores
+  /// A live `map` recomputes its content; its own attempt replaces it too.
+  case aLiveMapReplacesItsContent
+  /// An observer ends and a completion handler runs: both closures go.
+  case handlersAreReleased
+  /// The last reference to the loadable goes: its content goes with it.
+  case theHolderReleasesItsContent
+
+  func run() async {
+    do {
+      try await body()
+    } catch {
+      print("\(self): \(error)")
+      exit(3)
+    }
+  }
+
+  /// Yields until `condition` holds; exits with 2 after a bounded number of yields.
+  private func expect(_ what: String, _ condition: () -> Bool) async {
+    for _ in 0..<200_000 {
+      if condition() { return }
+      await Task.yield()
+    }
+    print("\(self): \(what)")
+    exit(2)
+  }
+
+  private func body() async throws {
+    let fixture = ReleaseFixture()
+    switch self {
+    case .contentReplacedByARefresh:
+      let loadable = fixture.makeLoadable()
+      Task { try await fixture.settle(attempt: 1, with: 1) }
+      guard try await loadable.fetch().tag == 1 else { exit(4) }
+      Task { try await fixture.settle(attempt: 2, with: 2) }
+      guard try await loadable.fetch().tag == 2 else { exit(4) }
+      await expect("the first content was not released") { fixture.released.count == 1 }
+
+    case .errorReplacedByARetryAndByACancel:
+      let loadable = fixture.makeLoadable()
+      // Each caller's task is dropped once it threw: its result holds the error too.
+      do {
+        let first = Task { try await loadable.load() }
+        try await fixture.settle(attempt: 1, with: -1)
+        _ = await first.result
       }
-    }
-
-    func makeLoadable() -> AsyncLoadable<CallsBack> {
-      let loadable = AsyncLoadable<CallsBack> { [self] in
-        let tag = try await control.operation()
-        if tag < 0 { throw value(tag) }
-        return value(tag)
+      do {
+        let second = Task { try await loadable.retryLoad() }
+        try await fixture.settle(attempt: 2, with: -2)
+        _ = await second.result
       }
-      holder.set(loadable)
-      return loadable
-    }
-
-    func settle(_ loadable: AsyncLoadable<CallsBack>, attempt: Int, with tag: Int) async {
-      await control.waitForStart(attempt)
-      control.resolve(tag)
-    }
-  }
-
-  @Test func contentReplacedByARefresh() async throws {
-    let fixture = Fixture()
-    let loadable = fixture.makeLoadable()
-    Task { await fixture.settle(loadable, attempt: 1, with: 1) }
-    #expect(try await loadable.fetch().tag == 1)
-    Task { await fixture.settle(loadable, attempt: 2, with: 2) }
-    #expect(try await loadable.fetch().tag == 2)
-    #expect(fixture.released.increment() >= 2)  // the first content went (and this read counts one)
-  }
-
-  @Test func errorReplacedByARetryAndByACancel() async throws {
-    let fixture = Fixture()
-    let loadable = fixture.makeLoadable()
-    let first = Task { try await loadable.load() }
-    await fixture.settle(loadable, attempt: 1, with: -1)
-    await #expect(throws: CallsBack.self) { try await first.value }
-    // Retry fails again: the first error is replaced.
-    let second = Task { try await loadable.retryLoad() }
-    await fixture.settle(loadable, attempt: 2, with: -2)
-    await #expect(throws: CallsBack.self) { try await second.value }
-    // A retry that is cancelled: the second error is replaced by CancellationError.
-    let third = Task { try await loadable.retryLoad() }
-    await fixture.control.waitForStart(3)
-    loadable.cancelLoad()
-    await #expect(throws: CancellationError.self) { try await third.value }
-    await eventually { fixture.released.increment() > 4 }
-  }
-
-  @Test func aCascadeCancelRestoresWithoutReleasingUnderTheLock() async throws {
-    let fixture = Fixture()
-    let dependency = fixture.makeLoadable()
-    async let first = dependency.fetch()
-    await fixture.settle(dependency, attempt: 1, with: 1)
-    _ = try await first.tag
-    let dependent = dependency.asyncMap { $0.tag }
-    // The dependent refreshes the dependency; cancelling the dependent puts the dependency back.
-    let refreshing = Task { try await dependent.fetch() }
-    await fixture.control.waitForStart(2)
-    dependent.cancelLoad()
-    await #expect(throws: CancellationError.self) { try await refreshing.value }
-    await eventually { dependency.loadStatus == .loaded }
-    #expect(dependency.content?.tag == 1)
-  }
-
-  @Test func aLiveMapReplacesItsContent() async throws {
-    let fixture = Fixture()
-    let source = AsyncLoadable<Int> { try await fixture.control.operation() }
-    let views = WeakHolder<AsyncLoadable<CallsBack>>()
-    let released = Counter()
-    let view = source.map { tag in
-      CallsBack(tag) { [views] in
-        _ = views.object?.loadStatus
-        released.increment()
+      await expect("the first error was not released when the retry replaced it") { fixture.released.count == 1 }
+      do {
+        let third = Task { try await loadable.retryLoad() }
+        try await fixture.control.waitForStart(3)
+        loadable.cancelLoad()
+        _ = await third.result
       }
+      await expect("the second error was not released when the cancel replaced it") { fixture.released.count == 2 }
+
+    case .aCascadeCancelRestores:
+      let dependency = fixture.makeLoadable()
+      async let first = dependency.fetch()
+      try await fixture.settle(attempt: 1, with: 1)
+      _ = try await first.tag
+      let dependent = dependency.asyncMap { $0.tag }
+      let refreshing = Task { try await dependent.fetch() }
+      try await fixture.control.waitForStart(2)
+      dependent.cancelLoad()
+      _ = await refreshing.result
+      await expect("the dependency was not put back") { dependency.loadStatus == .loaded }
+      guard dependency.content?.tag == 1 else { exit(4) }
+
+    case .aLiveMapReplacesItsContent:
+      let source = AsyncLoadable<Int> { try await fixture.control.operation() }
+      let views = WeakHolder<AsyncLoadable<CallsBack>>()
+      let released = Counter()
+      let view = source.map { tag in
+        CallsBack(tag) { [views] in
+          _ = views.object?.loadStatus
+          released.increment()
+        }
+      }
+      views.set(view)
+      async let first: Void = view.load()
+      try await fixture.control.waitForStart(1)
+      fixture.control.resolve(1)
+      try await first
+      async let refresh = source.fetch()
+      try await fixture.control.waitForStart(2)
+      fixture.control.resolve(2)
+      _ = try await refresh
+      await expect("the view did not recompute") { view.content?.tag == 2 }
+      await expect("the view's first content was not released") { released.count == 1 }
+      // The view's own attempt, which runs without a task, replaces its content too.
+      async let fetched = view.fetch()
+      try await fixture.control.waitForStart(3)
+      fixture.control.resolve(3)
+      guard try await fetched.tag == 3 else { exit(4) }
+      await expect("the content the view's own attempt replaced was not released") { released.count == 2 }
+
+    case .handlersAreReleased:
+      // One probe a closure, so that each closure holds the last reference to its own.
+      let loadable = fixture.makeLoadable()
+      let observation: LoadObservation
+      do {
+        let observerProbe = fixture.value(0)
+        let completionProbe = fixture.value(0)
+        observation = loadable.observeLoadStatus { [observerProbe] _ in _ = observerProbe.tag }
+        loadable.load { [completionProbe] _ in _ = completionProbe.tag }
+      }
+      try await fixture.settle(attempt: 1, with: 1)
+      await expect("the completion handler's closure was not released") { fixture.released.count == 1 }
+      observation.cancel()
+      await expect("the observer's closure was not released") { fixture.released.count == 2 }
+
+    case .theHolderReleasesItsContent:
+      do {
+        let loadable = fixture.makeLoadable()
+        let first = Task { try await loadable.fetch().tag }
+        try await fixture.settle(attempt: 1, with: 1)
+        _ = try await first.value
+      }
+      await expect("the content outlived its loadable") { fixture.released.count == 1 }
     }
-    views.set(view)
-    async let first: Void = view.load()
-    await fixture.control.waitForStart(1)
-    fixture.control.resolve(1)
-    try await first
-    async let refresh = source.fetch()
-    await fixture.control.waitForStart(2)
-    fixture.control.resolve(2)
-    _ = try await refresh
-    await eventually { view.content?.tag == 2 }
-    #expect(released.increment() >= 2)
-    // The view's own attempt, which runs without a task, replaces its content too: the content
-    // it replaced is released, and its deinit reads the view's status.
-    let before = released.count
-    async let fetched = view.fetch()
-    await fixture.control.waitForStart(3)
-    fixture.control.resolve(3)
-    #expect(try await fetched.tag == 3)
-    await eventually { released.count > before }
-  }
-
-  @Test func handlersAreReleasedAfterTheLock() async throws {
-    let fixture = Fixture()
-    let loadable = fixture.makeLoadable()
-    let probe = fixture.value(0)
-    let observation = loadable.observeLoadStatus { [probe] _ in _ = probe.tag }
-    loadable.load { [probe] _ in _ = probe.tag }
-    await fixture.settle(loadable, attempt: 1, with: 1)
-    await eventually { loadable.loadStatus == .loaded }
-    observation.cancel()
-    _ = consume probe
-    await eventually { fixture.released.increment() > 2 }
-  }
-
-  @Test func theHolderReleasesItsContentAfterItsLock() async throws {
-    let fixture = Fixture()
-    var loadable: AsyncLoadable<CallsBack>? = fixture.makeLoadable()
-    let held = loadable!
-    let first = Task { try await held.fetch().tag }
-    await fixture.settle(held, attempt: 1, with: 1)
-    _ = try await first.value
-    _ = consume held
-    loadable = nil
-    #expect(fixture.released.increment() >= 2)
   }
 }

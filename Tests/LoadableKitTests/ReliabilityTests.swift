@@ -52,7 +52,7 @@ struct LeakTests {
       let parent = control.makeLoadable()
       let child = parent.map { $0 }
       let load = Task { try await child.load() }
-      await control.waitForStart()
+      try await control.waitForStart()
       child.cancelLoad()
       _ = await load.result
       weakParent = parent
@@ -80,7 +80,7 @@ struct MisuseTests {
     let control = ControlledLoad<Int>(ignoresCancellation: true)
     let loadable = control.makeLoadable()
     let first = Task { try await loadable.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     loadable.cancelLoad()
     await #expect(throws: CancellationError.self) { try await first.value }
     // A retry waits for the stuck work (performLoad never runs twice at once) — and can be
@@ -113,7 +113,7 @@ struct MisuseTests {
       loadable.cancelLoad()
       done.append("outer")
     }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve(1)
     await eventually { done.count == 2 }
     #expect(done.values == ["inner", "outer"])
@@ -318,7 +318,7 @@ struct CoreReviewRegressionTests {
   @Test func aMapOfARefreshThatFailedKeepsItsContentAndMirrorsTheFailure() async throws {
     let (parent, control) = try await makeLoadable(in: .loaded)
     let refresh = Task { try await parent.fetch() }
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.fail(Boom(code: 5))
     _ = await refresh.result
     let doubled = parent.map { $0 * 2 }

@@ -23,14 +23,14 @@ struct RetryAfterTests {
     let loadable = makeLoadable(
       control, clock: clock, policy: RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(100), jitter: 0))
     let fetch = Task { try await loadable.fetch() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Unavailable(retryAfter: .seconds(7)))
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(7))], "the server's delay, not the backoff's")
     await clock.advance(by: .seconds(6))
     #expect(control.startCount == 1, "not retried before the delay asked for")
     await clock.advance(by: .seconds(1))
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(5)
     #expect(try await fetch.value == 5)
   }
@@ -41,12 +41,12 @@ struct RetryAfterTests {
     let loadable = makeLoadable(
       control, clock: clock, policy: RetryPolicy(maxAttempts: 2, initialDelay: .seconds(2), jitter: 0))
     let load = Task { try await loadable.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Unavailable(retryAfter: .milliseconds(500)))
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(2))])
     await clock.advance(by: .seconds(2))
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(1)
     try await load.value
   }
@@ -57,12 +57,12 @@ struct RetryAfterTests {
     let loadable = makeLoadable(
       control, clock: clock, policy: RetryPolicy(maxAttempts: 2, initialDelay: .seconds(3), jitter: 0))
     let load = Task { try await loadable.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Unavailable(retryAfter: nil))
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(3))])
     await clock.advance(by: .seconds(3))
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(1)
     try await load.value
   }
@@ -74,7 +74,7 @@ struct RetryAfterTests {
       control, clock: clock,
       policy: RetryPolicy(maxAttempts: 5, initialDelay: .seconds(1), maxDelay: .seconds(30), jitter: 0))
     let load = Task { try await loadable.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Unavailable(retryAfter: .seconds(3600)))
     await #expect(throws: Unavailable(retryAfter: .seconds(3600))) { try await load.value }
     #expect(control.startCount == 1, "an hour is longer than the policy waits: the error is thrown at once")
@@ -88,12 +88,12 @@ struct RetryAfterTests {
       control, clock: clock,
       policy: RetryPolicy(maxAttempts: 2, initialDelay: .seconds(1), jitter: 0, honorsRetryAfter: false))
     let load = Task { try await loadable.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Unavailable(retryAfter: .seconds(9)))
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(1))])
     await clock.advance(by: .seconds(1))
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(1)
     try await load.value
   }

@@ -19,8 +19,8 @@ struct ServerJobRunnerTests {
 
   /// Waits until the job sleeps on the clock, checks that it sleeps until `seconds`, and moves
   /// the clock there.
-  func expectSleep(until seconds: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
-    await clock.waitForSleepers(1)
+  func expectSleep(until seconds: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    try await clock.waitForSleepers(1)
     let deadline = TestClock.Instant(offset: .seconds(seconds))
     #expect(clock.pendingDeadlines == [deadline], sourceLocation: sourceLocation)
     await clock.advance(to: deadline)
@@ -29,20 +29,20 @@ struct ServerJobRunnerTests {
   @Test func pollsWithDecreasingFrequencyAfterSavingTheServerJobID() async throws {
     let (job, server) = makeJob()
     job.start()
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(job.checkpoint == ServerJobCheckpoint(serverJobID: "job-1"), "saved before the first poll")
     #expect(server.log == ["submit area 51"])
     server.update { $0.state = .executing }
     // 1, 2, 4, 8 s, then capped at 8 s.
     for (poll, second) in [1, 3, 7, 15, 23, 31].enumerated() {
       server.update { $0.progress = Double(poll) / 10 }
-      await expectSleep(until: second)
-      await clock.waitForSleepers(1)
+      try await expectSleep(until: second)
+      try await clock.waitForSleepers(1)
       #expect(server.requests("status") == poll + 1)
       #expect(job.fractionCompleted == Double(poll) / 10, "the server's progress is the job's")
     }
     server.update { $0.state = .succeeded }
-    await expectSleep(until: 39)
+    try await expectSleep(until: 39)
     #expect(try await job.output == "result of job-1")
     #expect(server.requests("submit") == 1)
     #expect(server.requests("result") == 1)
@@ -61,7 +61,7 @@ struct ServerJobRunnerTests {
     let job = Job(work, options: JobOptions(clock: clock))
     let id = try manager.add(job).id
     job.start()
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     #expect(server.log == ["submit area 51"])
     let stored = try #require(store.records[id])
     let restored = try Job<RemoteWork>.fromJSON(stored, options: JobOptions(clock: clock))
@@ -77,15 +77,15 @@ struct ServerJobRunnerTests {
       $0.post("Packaging 3 layers")
     }
     job.start()
-    await expectSleep(until: 1)
-    await clock.waitForSleepers(1)
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
     server.update { $0.post("Layer 1 of 3 packaged", severity: .warning) }
-    await expectSleep(until: 3)
-    await clock.waitForSleepers(1)
-    await expectSleep(until: 7)  // nothing new
-    await clock.waitForSleepers(1)
+    try await expectSleep(until: 3)
+    try await clock.waitForSleepers(1)
+    try await expectSleep(until: 7)  // nothing new
+    try await clock.waitForSleepers(1)
     server.update { $0.state = .succeeded }
-    await expectSleep(until: 15)
+    try await expectSleep(until: 15)
     _ = try await job.output
     #expect(job.serverMessages == ["Packaging the basemap", "Packaging 3 layers", "Layer 1 of 3 packaged"])
     #expect(job.messages.first { $0.text == "Layer 1 of 3 packaged" }?.severity == .warning)
@@ -104,9 +104,9 @@ struct ServerJobRunnerTests {
       $0.post("Packaging 3 layers")
     }
     job.start()
-    await expectSleep(until: 1)
+    try await expectSleep(until: 1)
     job.pause()
-    await expectSleep(until: 3)  // the wait in progress ends, then the work parks
+    try await expectSleep(until: 3)  // the wait in progress ends, then the work parks
     await job.waitUntilParked()
     let saved = try job.toJSON()
 
@@ -115,10 +115,10 @@ struct ServerJobRunnerTests {
     #expect(restored.serverMessages == ["Packaging the basemap", "Packaging 3 layers"])
     #expect(restored.checkpoint?.messagesSeen == 2)
     restored.start()
-    await clock.waitForSleepers(1)  // polled at once, and waits for the next poll
+    try await clock.waitForSleepers(1)  // polled at once, and waits for the next poll
     #expect(server.log.last == "status job-1 after 2")
     server.update { $0.state = .succeeded }
-    await expectSleep(until: 4)
+    try await expectSleep(until: 4)
     #expect(try await restored.output == "result of job-1")
     #expect(restored.serverMessages == ["Packaging the basemap", "Packaging 3 layers", "Layer 1 of 3 packaged"])
     #expect(server.requests("submit") == 1)
@@ -130,8 +130,8 @@ struct ServerJobRunnerTests {
     let gate = JobLatch()
     server.update { $0.cancelGate = gate }
     job.start()
-    await expectSleep(until: 1)
-    await clock.waitForSleepers(1)
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
     let returned = Mutex(false)
     let returnedOwner = LockOwner()
     let canceller = Task {
@@ -159,7 +159,7 @@ struct ServerJobRunnerTests {
     let (job, server) = makeJob()
     server.update { $0.cancellable = false }
     job.start()
-    await clock.waitForSleepers(1)
+    try await clock.waitForSleepers(1)
     await job.cancel()
     #expect(job.status == .failed)
     #expect(job.error is CancellationError, "a cancelled job fails with CancellationError")
@@ -191,10 +191,10 @@ struct ServerJobRunnerTests {
     let (job, server) = makeJob()
     job.start()
     server.update { $0.state = .executing }
-    await expectSleep(until: 1)
-    await clock.waitForSleepers(1)
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
     job.pause()
-    await expectSleep(until: 3)
+    try await expectSleep(until: 3)
     await job.waitUntilParked()
     #expect(server.requests("status") == 1, "a paused job does not poll")
 
@@ -216,12 +216,12 @@ struct ServerJobRunnerTests {
     let (job, server) = makeJob(options: options)
     job.start()
     server.update { $0.state = .executing }
-    await expectSleep(until: 1)
-    await clock.waitForSleepers(1)
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
     server.update { $0.isDown = true }
     // The poll at 3 s fails and opens the window; each retry polls at once (5, 7, 9, 11 s) and
     // fails again; the error at 13 s, 10 s into the window, gives up.
-    for second in [3, 5, 7, 9, 11, 13] { await expectSleep(until: second) }
+    for second in [3, 5, 7, 9, 11, 13] { try await expectSleep(until: second) }
     await #expect(throws: JobError.connectionLost) { try await job.output }
     #expect(server.requests("status") == 7)
     #expect(server.requests("submit") == 1, "a retry never submits again")
@@ -233,16 +233,16 @@ struct ServerJobRunnerTests {
       isTransient: { $0 is FakeOutage }, backoff: .constant(.seconds(2)), transientWindow: .seconds(10), clock: clock)
     let (job, server) = makeJob(options: options)
     job.start()
-    await expectSleep(until: 1)
-    await clock.waitForSleepers(1)
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
     server.update { $0.isDown = true }
-    await expectSleep(until: 3)  // the poll fails; the job retries after 2 s
-    await clock.waitForSleepers(1)
+    try await expectSleep(until: 3)  // the poll fails; the job retries after 2 s
+    try await clock.waitForSleepers(1)
     server.update {
       $0.isDown = false
       $0.state = .succeeded
     }
-    await expectSleep(until: 5)  // the retry polls at once
+    try await expectSleep(until: 5)  // the retry polls at once
     #expect(try await job.output == "result of job-1")
     #expect(server.requests("submit") == 1)
     #expect(server.requests("status") == 3)
@@ -256,7 +256,7 @@ struct ServerJobRunnerTests {
       $0.state = .failed
     }
     job.start()
-    await expectSleep(until: 1)
+    try await expectSleep(until: 1)
     let error = try #require(await #expect(throws: ServerJobError.self) { try await job.output })
     #expect(error == .serverJobFailed)
     #expect(error.message.contains("too many features"))

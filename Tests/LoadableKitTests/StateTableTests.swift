@@ -86,7 +86,7 @@ struct StateTableTests {
 
     case .startsAndWaits:
       let caller = Task { try await call.run(on: loadable) }
-      await control.waitForStart(startsBefore + 1)
+      try await control.waitForStart(startsBefore + 1)
       #expect(loadable.loadStatus == .loading)
       #expect(loadable.content == contentBefore, "a refresh keeps the old content readable")
       #expect(loadable.loadError == nil)
@@ -109,7 +109,7 @@ struct StateTableTests {
       _ = try await call.run(on: loadable)
       #expect(loadable.loadStatus == .loading)
       #expect(loadable.content == contentBefore)
-      await control.waitForStart(startsBefore + 1)
+      try await control.waitForStart(startsBefore + 1)
       control.resolve(2)
       await eventually { loadable.loadStatus == .loaded }
       #expect(loadable.content == 2)

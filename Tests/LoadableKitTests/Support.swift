@@ -45,15 +45,15 @@ func makeLoadable(
     break
   case .loading:
     loadable.sync()
-    await control.waitForStart()
+    try await control.waitForStart()
   case .loaded:
     loadable.sync()
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve(1)
     await eventually { loadable.loadStatus == .loaded }
   case .failed:
     loadable.sync()
-    await control.waitForStart()
+    try await control.waitForStart()
     control.fail(Boom(code: 1))
     await eventually { loadable.loadStatus == .failed }
   }
@@ -72,3 +72,72 @@ final class Counter: Sendable {
 /// Names a `Mutex` that is not a stored property of a class for `withLock(owner:)`, which makes
 /// its critical sections visible to ThreadSanitizer (it cannot see `Mutex` on Linux).
 final class LockOwner: Sendable {}
+
+/// What a test waiting on a task's value gets when the test is cancelled (its time limit) before
+/// the task ends.
+struct StillRunning: Error, CustomStringConvertible {
+  var description: String { "the test was cancelled (its time limit) while the task it awaited was still running" }
+}
+
+extension Task {
+  /// `value`, but bounded by the test: when the waiting test is cancelled — its time limit — the
+  /// task is cancelled too and the wait ends at once with ``StillRunning``, whether or not the
+  /// task ever ends. A waiter the code under test lost fails its test instead of hanging the run.
+  var outcome: Success {
+    get async throws {
+      let race = OutcomeRace<Success>()
+      return try await withTaskCancellationHandler {
+        try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Success, any Error>) in
+          race.set(continuation)
+          Task<Void, Never> {
+            do { race.finish(.success(try await self.value)) } catch { race.finish(.failure(error)) }
+          }
+          if Task<Never, Never>.isCancelled { race.finish(.failure(StillRunning())) }
+        }
+      } onCancel: {
+        self.cancel()
+        race.finish(.failure(StillRunning()))
+      }
+    }
+  }
+}
+
+/// A continuation resumed by whichever comes first; the others are dropped.
+private final class OutcomeRace<Value: Sendable>: Sendable {
+  private let slot = Mutex<(continuation: UnsafeContinuation<Value, any Error>?, early: Result<Value, any Error>?)>((nil, nil))
+
+  func set(_ continuation: UnsafeContinuation<Value, any Error>) {
+    let early = slot.withLock(owner: self) { slot -> Result<Value, any Error>? in
+      if let early = slot.early { return early }
+      slot.continuation = continuation
+      return nil
+    }
+    if let early { continuation.resume(with: early) }
+  }
+
+  func finish(_ result: Result<Value, any Error>) {
+    let continuation = slot.withLock(owner: self) { slot -> UnsafeContinuation<Value, any Error>? in
+      guard let continuation = slot.continuation else {
+        if slot.early == nil { slot.early = result }
+        return nil
+      }
+      slot.continuation = nil
+      slot.early = .failure(StillRunning())  // finished: later results are dropped
+      return continuation
+    }
+    continuation?.resume(with: result)
+  }
+}
+
+/// Runs `body` in a task of its own and waits for it bounded by the test: when the test's time
+/// limit cancels the test, the wait ends with ``StillRunning`` even if `body` is stuck on a
+/// waiter the code under test lost (a task group would wait for it forever).
+func bounded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+  try await Task(operation: body).outcome
+}
+
+import TestProcessGuard
+
+/// Whether the test process ends when the `swift test` that started it is gone (Linux; see
+/// `Tests/TestProcessGuard`). Read by a test, which also keeps the guard linked in.
+var testProcessGuardIsRunning: Bool { test_process_guard_is_running() != 0 }

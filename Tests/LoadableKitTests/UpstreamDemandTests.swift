@@ -18,7 +18,7 @@ struct UpstreamDemandTests {
   /// high-priority task that joins that attempt; then opens `gate` and waits for both.
   static func joinAtHighPriority<T: Sendable>(_ loadable: AsyncLoadable<T>, gate: ControlledLoad<Void>) async throws {
     let low = Task(priority: .background) { try await loadable.load() }
-    await gate.waitForStart()
+    try await gate.waitForStart()
     let high = Task(priority: .high) { try await loadable.load() }
     await eventually { loadable.waiterCount == 2 }
     gate.resolve(())
@@ -54,7 +54,7 @@ struct UpstreamDemandTests {
     }
     // The list claims the row while it is far off screen: everything starts in the background.
     let claim = await Task(priority: .background) { thumbnails.begin("row 7", priority: .background) }.value
-    await gate.waitForStart()
+    try await gate.waitForStart()
     // The row scrolls into view.
     claim.priority = .visible
     gate.resolve(())
@@ -101,7 +101,7 @@ struct UpstreamDemandTests {
     let item = AsyncLoadable<String> { try await portal.fetchIfNeeded() + " item" }
     let thumbnails = ContentLoader<String, String, Int> { key in (try await item.fetchIfNeeded() + key, 1) }
     let claim = await Task(priority: .background) { thumbnails.begin("row 9", priority: .background) }.value
-    await gate.waitForStart()
+    try await gate.waitForStart()
     gate.resolve(())
     await eventually { thumbnails.snapshot(for: "row 9")?.status == .loaded }
     #expect(try #require(seen["portal"]) < ClaimPriority.visible.taskPriority)
@@ -140,7 +140,7 @@ struct DeepUpstreamDemandTests {
     }
     let start = top
     let low = Task(priority: .background) { try await start.fetch() }
-    await gate.waitForStart()
+    try await gate.waitForStart()
     let high = Task(priority: .high) { try await start.fetch() }  // escalates the whole chain
     await eventually { start.waiterCount == 2 }
     gate.resolve(())

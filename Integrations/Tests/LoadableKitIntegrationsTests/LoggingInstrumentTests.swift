@@ -19,7 +19,7 @@ import Testing
     for loadable in [portal, broken, fine] { loadable.instrument = instrument }
 
     let load = Task { try await portal.load() }
-    await clock.waitForSleepers()
+    try await clock.waitForSleepers()
     await clock.advance(by: .seconds(1))
     try await load.value
     await #expect(throws: Boom.self) { try await broken.load() }
@@ -46,7 +46,7 @@ import Testing
     let slow = control.makeLoadable().named("slow")
     slow.instrument = instrument
     let slowLoad = Task { try await slow.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     slow.cancelLoad()
     _ = try? await slowLoad.value
     await eventually { handler.entries.count == 2 }

@@ -15,9 +15,9 @@ import Testing
     portal.loadOptions = LoadOptions(retryPolicy: RetryPolicy(maxAttempts: 3, initialDelay: .seconds(1), jitter: 0), clock: clock)
     portal.instrument = instrument
     let load = Task { try await portal.load() }
-    await clock.waitForSleepers()
+    try await clock.waitForSleepers()
     await clock.advance(by: .seconds(1))
-    await clock.waitForSleepers()
+    try await clock.waitForSleepers()
     await clock.advance(by: .seconds(2))
     try await load.value
 
@@ -32,7 +32,7 @@ import Testing
     let slow = control.makeLoadable().named("slow")
     slow.instrument = instrument
     let slowLoad = Task { try await slow.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     slow.cancelLoad()
     _ = try? await slowLoad.value
     await eventually { (try? metrics.expectCounter("loadable_cancellations_total", [("name", "slow")]))?.totalValue == 1 }

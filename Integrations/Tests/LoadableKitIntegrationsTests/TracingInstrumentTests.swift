@@ -20,7 +20,7 @@ import Testing
     for loadable in [table, parks, trails, map] { loadable.instrument = instrument }
 
     let load = Task { try await map.load() }
-    await control.waitForStart()
+    try await control.waitForStart()
     // The table is held until both layers wait for its one attempt.
     await eventually { table.waiterCount == 2 }
     #expect(control.resolve("table"))
