@@ -71,4 +71,26 @@ struct PromiseBoundsTests {
     #expect(count <= 1_000, "the stream held \(count) events")
     #expect(count > 0)
   }
+
+  /// A claim's update stream that nobody reads keeps the latest snapshot only, by default, while
+  /// its key refreshes a hundred times.
+  @Test func anUnreadClaimUpdateStreamKeepsTheLatestSnapshot() async throws {
+    let loads = Counter()
+    let loader = ContentLoader<Int, Int, Int>(idleTimeout: nil) { _ in
+      let version = loads.increment()
+      return (version, version)
+    }
+    let claim = loader.begin(1)
+    let updates = claim.updates
+    await eventually { claim.snapshot.status == .loaded }
+    for round in 2...101 {
+      loader.refresh(1)
+      await eventually { claim.snapshot.status == .loaded && claim.snapshot.version == round }
+    }
+    claim.end()  // finishes the stream
+    var received: [Int?] = []
+    for await snapshot in updates { received.append(snapshot.version) }
+    #expect(received.count <= 2, "the stream held \(received.count) snapshots")
+    #expect(received.last == 101)
+  }
 }
