@@ -24,6 +24,10 @@ struct JobMessageLog: Sendable {
 
   var count: Int { storage.count - start }
 
+  /// How many messages the storage holds, dropped ones not yet removed included: at most
+  /// ``limit`` plus `max(limit, 16)`. For the tests that check the log stays bounded.
+  var storageCount: Int { storage.count }
+
   /// Appends `message`, dropping the oldest message when the log is full.
   mutating func append(_ message: JobMessage) {
     guard limit > 0 else {

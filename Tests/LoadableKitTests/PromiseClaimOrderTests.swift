@@ -1,0 +1,46 @@
+@testable import LoadableKit
+import LoadableKitTesting
+import Synchronization
+import Testing
+
+// Issue 25 ("A suite that fails when a promise breaks"):
+// two claim handlers see the same order when one of them refreshes.
+// Seen failing with a quiet bug planted in the library (the commit that added it says which),
+// and passing once the bug was taken out.
+
+@Suite("Promises: claim handlers see changes in order", .timeLimit(.minutes(1)))
+struct PromiseClaimOrderTests {
+
+  /// Two claims of a key; the first of their handlers to hear the key loaded refreshes it from
+  /// inside the call (which handler is called first is not specified, so either may). Both must
+  /// see the same snapshots, each in the order the changes happened.
+  @Test func twoClaimHandlersSeeTheSameOrderWhenOneRefreshes() async throws {
+    let control = ControlledLoad<Int>()
+    let loader = ContentLoader<Int, Int, Int>(idleTimeout: nil) { _ in
+      let value = try await control.operation()
+      return (value, value)
+    }
+    let seenByA = Recorder<String>()
+    let seenByB = Recorder<String>()
+    let refreshes = Counter()
+    @Sendable func handler(recordingInto seen: Recorder<String>) -> @Sendable (ContentLoader<Int, Int, Int>.Snapshot) -> Void {
+      { snapshot in
+        seen.append("\(snapshot.status) \(snapshot.value.map(String.init) ?? "-")")
+        if snapshot.status == .loaded && refreshes.increment() == 1 { loader.refresh(1) }
+      }
+    }
+    let a = loader.begin(1, onUpdate: handler(recordingInto: seenByA))
+    let b = loader.begin(1, onUpdate: handler(recordingInto: seenByB))
+    await control.waitForStart(1)
+    control.resolve(1)
+    await control.waitForStart(2)  // the handler's refresh
+    control.resolve(2)
+    await eventually { seenByA.values.last == "loaded 2" && seenByB.values.last == "loaded 2" }
+    let expected = ["loading -", "loaded 1", "loading 1", "loaded 2"]
+    #expect(seenByA.values == expected)
+    #expect(seenByB.values == expected)
+    #expect(refreshes.count == 4)  // each handler heard both loads; only the first call refreshed
+    a.end()
+    b.end()
+  }
+}
