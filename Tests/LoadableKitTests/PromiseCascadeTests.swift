@@ -44,7 +44,7 @@ struct PromiseCascadeTests {
     let dependency = control.makeLoadable()
     let dependent = kind.dependent(on: dependency)
     let loading = Task { try await dependent.load() }
-    await control.waitForStart()  // the dependent's attempt started the dependency's
+    try await control.waitForStart()  // the dependent's attempt started the dependency's
     dependency.sync()  // joins the running attempt: now it is wanted
     dependent.cancelLoad()
     await #expect(throws: CancellationError.self) { try await loading.value }

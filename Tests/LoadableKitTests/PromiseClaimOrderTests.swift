@@ -31,9 +31,9 @@ struct PromiseClaimOrderTests {
     }
     let a = loader.begin(1, onUpdate: handler(recordingInto: seenByA))
     let b = loader.begin(1, onUpdate: handler(recordingInto: seenByB))
-    await control.waitForStart(1)
+    try await control.waitForStart(1)
     control.resolve(1)
-    await control.waitForStart(2)  // the handler's refresh
+    try await control.waitForStart(2)  // the handler's refresh
     control.resolve(2)
     await eventually { seenByA.values.last == "loaded 2" && seenByB.values.last == "loaded 2" }
     let expected = ["loading -", "loaded 1", "loading 1", "loaded 2"]

@@ -30,13 +30,13 @@ struct PromiseFlatMapTests {
     value: @escaping @Sendable (T) -> Int
   ) async throws {
     async let first = derived.fetch()
-    await control.waitForStart(1)
+    try await control.waitForStart(1)
     control.resolve(10)
     #expect(value(try await first) == 10)
     #expect(!derived.needsSync)
 
     async let refreshed = inner.fetch()
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(20)
     #expect(try await refreshed == 20)
     #expect(derived.needsSync)

@@ -69,7 +69,7 @@ struct PromiseLiveMapTests {
       return value * 10
     }
     async let first = view.fetch()
-    await control.waitForStart(1)
+    try await control.waitForStart(1)
     control.resolve(1)
     #expect(try await first == 10)
 
@@ -78,12 +78,12 @@ struct PromiseLiveMapTests {
     let second = Task {
       try await TaskLaunch.$executor.withValue(executor) { try await source.fetch() }
     }
-    await control.waitForStart(2)
+    try await control.waitForStart(2)
     control.resolve(2)
     await gate.waitUntilEntered()
     // Meanwhile the source refreshes to 3; the view's update from 3 lands before the call returns.
     let third = Task { try await source.fetch() }
-    await control.waitForStart(3)
+    try await control.waitForStart(3)
     control.resolve(3)
     #expect(try await third.value == 3)
     #expect(view.content == 30)

@@ -29,7 +29,7 @@ struct PromiseObserverOrderTests {
     loadable.sync()  // A cancels it from its handler
     #expect(loadable.loadStatus == .failed)
     loadable.sync()  // this one loads
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve(5)
     await eventually { seenByB.count >= 5 && seenByA.count >= 5 }
     let expected: [LoadStatus] = [.notLoaded, .loading, .failed, .loading, .loaded]

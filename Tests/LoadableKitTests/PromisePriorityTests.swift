@@ -33,7 +33,7 @@ struct PromisePriorityTests {
     // When this returns, the load's task was launched and attached (and raised, if it is to be).
     let claim = await Task(priority: .high) { loader.begin(1, priority: .background) }.value
     #expect(joins.count == 1)
-    await control.waitForStart()
+    try await control.waitForStart()
     control.resolve(())
     await eventually { claim.snapshot.status == .loaded }
     let priority = try #require(seen.values.first)
