@@ -34,6 +34,9 @@ static void *watch_parent(void *unused) {
 }
 
 __attribute__((constructor)) static void start_guard(void) {
+  // Line by line, also into a pipe: when a time limit kills the run, its log ends with the tests
+  // that were running, not with whatever a full buffer last held.
+  setvbuf(stdout, NULL, _IOLBF, 0);
   original_parent = getppid();
   if (original_parent <= 1) return;  // started by init: nothing to outlive
   pthread_attr_t attributes;
