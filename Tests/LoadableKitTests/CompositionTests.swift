@@ -429,7 +429,7 @@ struct DependencyTreeTests {
   }
 }
 
-@Suite("Overridable")
+@Suite("Overridable", .timeLimit(.minutes(1)))
 struct OverridableTests {
   @Test func anOverrideWinsBeforeAndAfterTheLoad() {
     let minScale = Overridable<Double>(0)

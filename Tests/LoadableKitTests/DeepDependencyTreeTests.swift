@@ -4,7 +4,7 @@ import Testing
 
 /// The tree dump walks the graph with an explicit stack, never recursion as deep as the graph
 /// (issue 12, defect 7).
-@Suite struct DeepDependencyTreeTests {
+@Suite(.timeLimit(.minutes(1))) struct DeepDependencyTreeTests {
   /// A 10,000-deep `map` chain: the recursive dump overflowed the stack at ~4,450 frames (SIGSEGV).
   /// Run in isolation with `--filter DeepDependencyTreeTests`: on the recursive dump it kills the process.
   @Test func dumpOfATenThousandDeepMapChainDoesNotOverflowTheStack() async throws {
@@ -50,7 +50,7 @@ import Testing
 }
 
 /// The load times the tree shows are the attempts' own, read from the monotonic clock.
-@Suite struct DependencyTreeDurationTests {
+@Suite(.timeLimit(.minutes(1))) struct DependencyTreeDurationTests {
   /// The source's attempt is held for at least 20 ms of the test's own clock, so the tree must
   /// show between 20 ms and the whole time the test took (a wrong unit or a wrong start would be
   /// off by orders of magnitude); the `map` over it ran no longer than the whole.

@@ -197,7 +197,7 @@ final class MapSlot: Sendable {
 }
 
 /// The group's lists keep their first element inline: the list must still behave as an array.
-@Suite("InlineFirstArray")
+@Suite("InlineFirstArray", .timeLimit(.minutes(1)))
 struct InlineFirstArrayTests {
   @Test func itHoldsWhatAnArrayHoldsInOrder() {
     for count in [0, 1, 2, 9] {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The job's state machine and its helpers, tested synchronously as values.
-@Suite("Jobs: state machine")
+@Suite("Jobs: state machine", .timeLimit(.minutes(1)))
 struct JobsStateMachineTests {
   typealias Machine = JobStateMachine<Int, Int>
 

@@ -2,7 +2,7 @@ import LoadableKit
 import Testing
 
 /// Every loadable has a readable name: given, its subclass's, or derived from its combinator.
-@Suite struct LoadableNameTests {
+@Suite(.timeLimit(.minutes(1))) struct LoadableNameTests {
   final class FeatureTable: AsyncLoadable<Int>, @unchecked Sendable {
     override func performLoad() async throws -> Int { 1 }
   }

@@ -66,7 +66,7 @@ func expected(_ call: Call, _ status: LoadStatus) -> Outcome {
   }
 }
 
-@Suite("SPEC §1 state table")
+@Suite("SPEC §1 state table", .timeLimit(.minutes(1)))
 struct StateTableTests {
   @Test(arguments: Call.allCases, [LoadStatus.notLoaded, .loading, .loaded, .failed])
   func cell(_ call: Call, _ status: LoadStatus) async throws {

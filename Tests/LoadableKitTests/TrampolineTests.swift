@@ -4,7 +4,7 @@ import Testing
 
 /// Work past the trampoline's depth is queued on the thread and run by the outermost run before
 /// it returns, including work queued by a `deinit` that releasing run work set off.
-@Suite("Trampoline")
+@Suite("Trampoline", .timeLimit(.minutes(1)))
 struct TrampolineTests {
   /// Runs `body` nested `depth` runs deep.
   static func nest(_ depth: Int, _ body: @escaping @Sendable () -> Void) {
