@@ -160,10 +160,21 @@ run_suite() {  # run_suite <log>
   if ((status == 0)); then outcome=passed; else outcome=failed; fi
 }
 
+# The tests that started and never ended in a log (Swift Testing's format): what hung.
+unfinished_tests() {  # unfinished_tests <log>
+  awk '
+    / Test case / || / Test run / { next }
+    /Test .* started\.$/ { sub(/^.*Test /, ""); sub(/ started\.$/, ""); open[$0] = 1; order[++n] = $0; next }
+    /Test .* (passed|failed) after / { sub(/^.*Test /, ""); sub(/ (passed|failed) after .*$/, ""); delete open[$0] }
+    END { for (i = 1; i <= n; i++) if (order[i] in open) { print order[i]; delete open[order[i]] } }
+  ' "$1" | head -n 4 | paste -sd, -
+}
+
 # The first few failing tests named in a log (Swift Testing's and XCTest's formats), or the crash.
 failing_tests() {  # failing_tests <log>
   local names
-  names=$(grep -aoE '(✘|􀢄) Test [^ (]+(\(\))?' "$1" | sed -E 's/^[^ ]+ Test //' | awk '!seen[$0]++' | head -n 4 | paste -sd, -)
+  names=$(grep -aoE '(✘|􀢄) Test [^ (]+(\([^)]*\))?' "$1" | grep -avE ' Test run$' | sed -E 's/^[^ ]+ Test //' |
+    awk '!seen[$0]++' | head -n 4 | paste -sd, -)
   if [ -z "$names" ]; then
     names=$(grep -aoE "Test Case '[^']+' failed" "$1" | sed -E "s/Test Case '(.*)' failed/\1/" | awk '!seen[$0]++' | head -n 4 | paste -sd, -)
   fi
@@ -248,7 +259,10 @@ for mutant in "${selected[@]}"; do
       printf '%-40s survived  (%s)\n' "$mutant" "$took"
       survived=$((survived + 1)); survivors+=("$mutant") ;;
     hung)
-      printf '%-40s hung      (no end within %ss)\n' "$mutant" "$timeout_s"
+      log=$logs/$mutant.test.log
+      failed_first=$(grep -qaE '(✘|􀢄) Test ' "$log" && failing_tests "$log")
+      printf '%-40s hung      (no end within %ss; still running: %s%s)\n' "$mutant" "$timeout_s" \
+        "$(unfinished_tests "$log")" "${failed_first:+; failed before: $failed_first}"
       hung=$((hung + 1)); hangs+=("$mutant") ;;
   esac
 done
