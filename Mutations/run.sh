@@ -138,7 +138,12 @@ run_suite() {  # run_suite <log>
   # Started from a shell without job control, the background job is not a group leader, so
   # setsid makes the new session in this very process: its PID is the new group's ID.
   # shellcheck disable=SC2086
-  setsid bash -c 'cd "$1" && shift && exec swift test "$@"' _ "$scratch" $test_args >"$log" 2>&1 </dev/null &
+  # Line-buffered (stdbuf, where there is one), so that the log of a run killed for hanging shows
+  # how far it got.
+  local unbuffered=()
+  if command -v stdbuf >/dev/null; then unbuffered=(stdbuf -oL -eL); fi
+  setsid bash -c 'cd "$1" && shift && exec "$@"' _ "$scratch" "${unbuffered[@]}" swift test $test_args \
+    >"$log" 2>&1 </dev/null &
   pid=$!
   test_pgid=$pid
   sleep "$timeout_s" &  # the watchdog
