@@ -4,8 +4,8 @@
 # For each mutant (Mutations/NN-name.patch, or those named on the command line), in one scratch
 # copy of the repository whose .build is reused from one mutant to the next:
 #   reset the sources, apply the patch, `swift build --build-tests` (a failure: `broken`), then
-#   `swift test` in a process group of its own under a timeout (a timeout: `hung`, and the whole
-#   group is killed). A failing suite is `killed`, a passing one `survived`.
+#   `swift test` in a session of its own (setsid) under a timeout (a timeout: `hung`, and every
+#   process of that session is killed). A failing suite is `killed`, a passing one `survived`.
 #
 # Usage:
 #   Mutations/run.sh [options] [mutant ...]     a mutant is named by its number (07), its full name
@@ -95,7 +95,7 @@ git_s() { git -C "$scratch" -c user.name=mutations -c user.email=mutations@local
 
 test_pgid=""
 cleanup() {
-  if [ -n "$test_pgid" ]; then kill -KILL -- "-$test_pgid" 2>/dev/null; fi
+  if [ -n "$test_pgid" ]; then kill_session "$test_pgid"; fi
   if [ -d "$scratch/.git" ]; then git_s checkout -q -- . 2>/dev/null; git_s clean -fdq 2>/dev/null; fi
   if ((keep)); then
     echo "scratch directory kept: $scratch (logs in $logs)"
@@ -129,9 +129,21 @@ build() {  # build <log>
   (cd "$scratch" && timeout -s KILL "$build_timeout_s" swift build --build-tests) >"$1" 2>&1
 }
 
-# Runs the suite in a process group of its own; on timeout the whole group (swift test, the test
+# Kills every process of the session `$1` (which `run_suite` made with setsid). Not only its
+# process group: SwiftPM starts the test binary in a process group of its own, in the same session.
+kill_session() {
+  local sid=$1 pids
+  kill -KILL -- "-$sid" 2>/dev/null
+  pids=$(ps -e -o pid=,sid= | awk -v sid="$sid" '$2 == sid { print $1 }')
+  if [ -n "$pids" ]; then
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null
+  fi
+}
+
+# Runs the suite in a session of its own; on timeout the whole session (swift test, the test
 # runner and whatever they started) is killed. Sets `outcome` to passed / failed / hung. (Not run
-# in a command substitution: the EXIT trap must know the group to kill on an interrupt.)
+# in a command substitution: the EXIT trap must know the session to kill on an interrupt.)
 outcome=""
 run_suite() {  # run_suite <log>
   local log=$1 pid sleeper finished="" status
@@ -151,7 +163,7 @@ run_suite() {  # run_suite <log>
   wait -n -p finished "$pid" "$sleeper"
   status=$?
   if [ "$finished" = "$sleeper" ]; then
-    kill -KILL -- "-$pid" 2>/dev/null
+    kill_session "$pid"
     wait "$pid" 2>/dev/null
     test_pgid=""
     outcome=hung
@@ -159,8 +171,8 @@ run_suite() {  # run_suite <log>
   fi
   kill "$sleeper" 2>/dev/null
   wait "$sleeper" 2>/dev/null
-  # Whatever the suite started and left behind in its group goes with it.
-  kill -KILL -- "-$pid" 2>/dev/null
+  # Whatever the suite started and left behind in its session goes with it.
+  kill_session "$pid"
   test_pgid=""
   if ((status == 0)); then outcome=passed; else outcome=failed; fi
 }
@@ -266,7 +278,7 @@ for mutant in "${selected[@]}"; do
     hung)
       log=$logs/$mutant.test.log
       failed_first=$(grep -qaE '(✘|􀢄) Test ' "$log" && failing_tests "$log")
-      printf '%-40s hung      (no end within %ss; still running: %s%s)\n' "$mutant" "$timeout_s" \
+      printf '%-40s hung      (no end within %ss, its session killed; still running: %s%s)\n' "$mutant" "$timeout_s" \
         "$(unfinished_tests "$log")" "${failed_first:+; failed before: $failed_first}"
       hung=$((hung + 1)); hangs+=("$mutant") ;;
   esac
