@@ -1,0 +1,293 @@
+@testable import LoadableKit
+import LoadableKitTesting
+import Synchronization
+import Testing
+
+/// The attempt state machine alone, synchronously: no task, no lock, no clock. Each event is
+/// called on a value and its decision or effects are checked; the waiters are completion
+/// handlers that record what they were answered, so exactly-once answering is checked too.
+@Suite("Load state machine", .timeLimit(.minutes(1)))
+struct LoadStateMachineTests {
+  /// The answers each waiter got, by its identifier.
+  final class Answers: Sendable {
+    private let storage = Mutex<[UInt64: [String]]>([:])
+    func record(_ id: UInt64, _ answer: String) { storage.withLock(owner: self) { $0[id, default: []].append(answer) } }
+    subscript(id: UInt64) -> [String] { storage.withLock(owner: self) { $0[id] ?? [] } }
+    var all: [UInt64: [String]] { storage.withLock(owner: self) { $0 } }
+  }
+
+  static func machine(_ status: LoadStatus) -> LoadStateMachine {
+    switch status {
+    case .notLoaded: LoadStateMachine(status: .notLoaded, content: Int?.none, error: nil)
+    case .loaded: LoadStateMachine(status: .loaded, content: 1, error: nil)
+    case .failed: LoadStateMachine(status: .failed, content: Int?.none, error: Boom(code: 1))
+    case .loading:
+      {
+        var machine = LoadStateMachine(status: .loaded, content: 1, error: nil)
+        _ = machine.decide(.sync, needsSync: true, waiter: nil, byDependent: false, callerCancelled: false)
+        return machine
+      }()
+    }
+  }
+
+  static func waiter(_ answers: Answers) -> (id: UInt64, waiter: LoadWaiter) {
+    let id = nextUniqueID()
+    return (id, .completion { error in answers.record(id, error.map { "\($0)" } ?? "ok") })
+  }
+
+  /// What a decision is, in a word.
+  static func kind(_ decision: LoadDecision) -> String {
+    switch decision {
+    case .content: "content"
+    case .failure: "failure"
+    case .joined: "joined"
+    case .started: "started"
+    case .none: "none"
+    }
+  }
+
+  /// The SPEC §1 table, cell by cell, on the machine: what each request decides in each state,
+  /// and the status it leaves (`needsSync` false, so the if-needed requests answer from content).
+  static let table: [(LoadRequest, LoadStatus, decision: String, after: LoadStatus)] = [
+    (.load, .notLoaded, "started", .loading), (.load, .loading, "joined", .loading),
+    (.load, .loaded, "content", .loaded), (.load, .failed, "failure", .failed),
+    (.retry, .notLoaded, "started", .loading), (.retry, .loading, "joined", .loading),
+    (.retry, .loaded, "content", .loaded), (.retry, .failed, "started", .loading),
+    (.sync, .notLoaded, "started", .loading), (.sync, .loading, "none", .loading),
+    (.sync, .loaded, "started", .loading), (.sync, .failed, "started", .loading),
+    (.syncIfNeeded, .notLoaded, "started", .loading), (.syncIfNeeded, .loading, "none", .loading),
+    (.syncIfNeeded, .loaded, "none", .loaded), (.syncIfNeeded, .failed, "started", .loading),
+    (.fetch, .notLoaded, "started", .loading), (.fetch, .loading, "joined", .loading),
+    (.fetch, .loaded, "started", .loading), (.fetch, .failed, "started", .loading),
+    (.fetchIfNeeded, .notLoaded, "started", .loading), (.fetchIfNeeded, .loading, "content", .loading),
+    (.fetchIfNeeded, .loaded, "content", .loaded), (.fetchIfNeeded, .failed, "started", .loading),
+  ]
+
+  @Test(arguments: 0..<table.count)
+  func eachRequestInEachStateDecidesAsTheTableSays(_ row: Int) {
+    let (request, status, expected, after) = Self.table[row]
+    var machine = Self.machine(status)
+    let needsSync = status == .notLoaded || status == .failed
+    let answers = Answers()
+    let waiter = request.waits ? Self.waiter(answers) : nil
+    let (decision, event) = machine.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
+    #expect(Self.kind(decision) == expected, "\(request) on \(status)")
+    #expect(machine.status == after, "\(request) on \(status)")
+    #expect((event != nil) == (after != status), "a status event exactly when the status changed")
+    #expect((machine.attempt != nil) == (machine.status == .loading), "loading ⇔ an attempt")
+    if case .started(let attempt) = decision {
+      #expect(attempt === machine.attempt)
+      #expect(attempt.intent == request.intent)
+      #expect(attempt.waitingCount == (request.waits ? 1 : 0))
+    }
+    #expect(answers.all.isEmpty, "deciding answers nobody")
+  }
+
+  @Test(arguments: [LoadRequest.load, .retry, .fetch, .fetchIfNeeded])
+  func aCancelledCallerNeverWaits(_ request: LoadRequest) {
+    for status in [LoadStatus.notLoaded, .loading] {
+      var machine = Self.machine(status)
+      let attempt = machine.attempt
+      let answers = Answers()
+      let (decision, _) = machine.decide(
+        request, needsSync: true, waiter: Self.waiter(answers), byDependent: false, callerCancelled: true)
+      #expect(Self.kind(decision) == "failure", "\(request) on \(status)")
+      #expect(machine.attempt === attempt, "no attempt started or joined")
+      #expect((attempt?.waitingCount ?? 0) == 0)
+    }
+  }
+
+  @Test func finishingAnswersEveryWaiterOnceAndStoresTheOutcome() {
+    for succeeds in [true, false] {
+      var machine = Self.machine(.loaded)
+      let answers = Answers()
+      let first = Self.waiter(answers)
+      let second = Self.waiter(answers)
+      guard case (.started(let attempt), _) = machine.decide(
+        .fetch, needsSync: true, waiter: first, byDependent: false, callerCancelled: false)
+      else { Issue.record("not started"); return }
+      _ = machine.decide(.load, needsSync: true, waiter: second, byDependent: false, callerCancelled: false)
+      let result: Result<AnyContentBox, any Error> = succeeds ? .success(ContentBox(2)) : .failure(Boom(code: 2))
+      let effects = machine.finish(attempt, with: result, now: .now)
+      for case let (_, waiter)? in effects.waiters { waiter.resume(with: effects.result) }
+      #expect(answers[first.id].count == 1 && answers[second.id].count == 1)
+      #expect(machine.attempt == nil)
+      #expect(machine.status == (succeeds ? .loaded : .failed))
+      #expect(machine.content(as: Int.self) == (succeeds ? 2 : 1), "a failed refresh keeps the content")
+      #expect((machine.error != nil) == !succeeds)
+      #expect(effects.changedContent == succeeds && effects.endedAttempt)
+      #expect(effects.released.attempt === attempt, "the ended attempt is released after the lock")
+    }
+  }
+
+  @Test func aResultForAnAttemptThatIsNoLongerCurrentIsDropped() {
+    var machine = Self.machine(.notLoaded)
+    let answers = Answers()
+    guard case (.started(let cancelled), _) = machine.decide(
+      .load, needsSync: true, waiter: Self.waiter(answers), byDependent: false, callerCancelled: false)
+    else { Issue.record("not started"); return }
+    let cancel = machine.cancel()
+    for case let (_, waiter)? in cancel.waiters { waiter.resume(with: cancel.result) }
+    #expect(machine.status == .failed && machine.error is CancellationError)
+    #expect(cancel.cancelTask == nil && cancel.endedAttempt && !cancel.attemptCommitted)
+    // A retry starts anew; the cancelled attempt's late result changes nothing.
+    guard case (.started(let retry), _) = machine.decide(
+      .retry, needsSync: true, waiter: Self.waiter(answers), byDependent: false, callerCancelled: false)
+    else { Issue.record("not started"); return }
+    let late = machine.finish(cancelled, with: .success(ContentBox(9)), now: .now)
+    #expect(late.waiters.first == nil && late.event == nil && !late.changedContent)
+    #expect(machine.attempt === retry && machine.status == .loading && machine.content(as: Int.self) == nil)
+    #expect(cancelled.finished)
+  }
+
+  @Test func cancelWithNothingRunningDoesNothing() {
+    for status in [LoadStatus.notLoaded, .loaded, .failed] {
+      var machine = Self.machine(status)
+      let effects = machine.cancel()
+      #expect(machine.status == status && effects.event == nil && !effects.endedAttempt)
+    }
+  }
+
+  @Test func theLastWaiterLeavingADependentsAttemptRestoresTheLoadable() {
+    var machine = Self.machine(.loaded)
+    let answers = Answers()
+    let first = Self.waiter(answers)
+    let second = Self.waiter(answers)
+    guard case (.started(let attempt), _) = machine.decide(
+      .fetch, needsSync: true, waiter: first, byDependent: true, callerCancelled: false)
+    else { Issue.record("not started"); return }
+    _ = machine.decide(.fetch, needsSync: true, waiter: second, byDependent: true, callerCancelled: false)
+    // The waiters here are completion handlers, which make an attempt wanted; a dependent's wait
+    // (`LoadWaiter.dependent`) does not, and that is the case this test is about.
+    attempt.wanted = false
+    // One of two leaves: the attempt goes on for the other.
+    let (left, none) = machine.removeWaiter(first.id)
+    #expect(left != nil && none == nil && machine.attempt === attempt)
+    #expect(machine.removeWaiter(first.id).waiter == nil, "a waiter leaves once")
+    // The last leaves: nobody else wants it, so it is cancelled and the loadable put back.
+    let (last, effects) = machine.removeWaiter(second.id)
+    #expect(last != nil)
+    #expect(effects?.endedAttempt == true && effects?.attemptCommitted == false)
+    #expect(machine.attempt == nil && machine.status == .loaded && machine.content(as: Int.self) == 1)
+  }
+
+  @Test func anAttemptASyncAlsoWantedIsNotUndoneWhenItsDependentLeaves() {
+    var machine = Self.machine(.loaded)
+    let answers = Answers()
+    let dependent = Self.waiter(answers)
+    guard case (.started(let attempt), _) = machine.decide(
+      .fetch, needsSync: true, waiter: dependent, byDependent: true, callerCancelled: false)
+    else { Issue.record("not started"); return }
+    attempt.wanted = false  // as a dependent's wait leaves it (see above)
+    _ = machine.decide(.sync, needsSync: true, waiter: nil, byDependent: false, callerCancelled: false)
+    let (left, effects) = machine.removeWaiter(dependent.id)
+    #expect(left != nil && effects == nil)
+    #expect(machine.attempt === attempt && machine.status == .loading)
+  }
+
+  @Test func aRaiseBeforeTheTaskExistsIsKeptForIt() {
+    var machine = Self.machine(.notLoaded)
+    guard case (.started(let attempt), _) = machine.decide(
+      .sync, needsSync: true, waiter: nil, byDependent: false, callerCancelled: false)
+    else { Issue.record("not started"); return }
+    let (task, driver) = machine.escalate(to: .high)
+    #expect(task == nil && driver == nil)
+    let (cancel, escalate) = machine.attach(Task {}, to: attempt)
+    #expect(!cancel)
+    #expect(escalate == RawPriority(.high))
+  }
+
+  // MARK: - A seeded random walk
+
+  /// Events in random order, from every state, with the invariants checked after each step:
+  /// loading exactly when an attempt runs; an error exactly when failed; the content version
+  /// never goes back; every waiter answered at most once, and each once its attempt ended; a
+  /// status event exactly when the status changed.
+  @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+  func aRandomWalkKeepsTheInvariants(seed: UInt64) {
+    var generator = SplitMix64(seed: seed)
+    var machine = Self.machine(.notLoaded)
+    let answers = Answers()
+    var waiting: [UInt64] = []  // waiters of the current attempt
+    var answered: Set<UInt64> = []  // answered through the machine's effects or a leave
+    var stale: [RunningAttempt] = []
+    var version = machine.contentVersion
+
+    func settle(_ effects: LoadEffects) {
+      for case let (id, waiter)? in effects.waiters {
+        waiter.resume(with: effects.result)
+        answered.insert(id)
+      }
+    }
+
+    for step in 0..<2_000 {
+      let before = machine.status
+      var event: LoadStatusEvent?
+      switch generator.next() % 7 {
+      case 0, 1:
+        let request = [LoadRequest.load, .retry, .fetch, .fetchIfNeeded, .sync, .syncIfNeeded][Int(generator.next() % 6)]
+        let waiter = request.waits ? Self.waiter(answers) : nil
+        let previous = machine.attempt
+        let (decision, changed) = machine.decide(
+          request, needsSync: generator.next() % 2 == 0, waiter: waiter, byDependent: generator.next() % 3 == 0,
+          callerCancelled: false)
+        event = changed
+        switch decision {
+        case .started:
+          if let previous { stale.append(previous) }
+          if let waiter { waiting = [waiter.id] } else { waiting = [] }
+        case .joined:
+          if let waiter { waiting.append(waiter.id) }
+        case .content, .failure, .none:
+          break  // answered by the caller at once, not through the machine
+        }
+      case 2, 3:
+        guard let attempt = machine.attempt else { continue }
+        let result: Result<AnyContentBox, any Error> =
+          generator.next() % 2 == 0 ? .success(ContentBox(step)) : .failure(Boom(code: step))
+        let effects = machine.finish(attempt, with: result, now: .now)
+        event = effects.event
+        settle(effects)
+        stale.append(attempt)
+        waiting = []
+      case 4:
+        let effects = machine.cancel()
+        event = effects.event
+        if let attempt = effects.released.attempt { stale.append(attempt) }
+        settle(effects)
+        waiting = []
+      case 5:
+        guard !waiting.isEmpty else { continue }
+        let id = waiting.remove(at: Int(generator.next() % UInt64(waiting.count)))
+        let (waiter, effects) = machine.removeWaiter(id)
+        waiter?.resume(with: .failure(CancellationError()))
+        if waiter != nil { answered.insert(id) }
+        if let effects {
+          event = effects.event
+          settle(effects)
+          if let attempt = effects.released.attempt { stale.append(attempt) }
+          waiting = []
+        }
+      default:
+        guard let attempt = stale.randomElement(using: &generator) else { continue }
+        let effects = machine.finish(attempt, with: .success(ContentBox(-1)), now: .now)
+        #expect(effects.event == nil && effects.waiters.first == nil, "a stale attempt's result is dropped")
+      }
+      // The invariants.
+      #expect((machine.status == .loading) == (machine.attempt != nil), "step \(step): loading ⇔ an attempt")
+      #expect(machine.status != .failed || machine.error != nil, "step \(step): failed ⇒ an error")
+      #expect((event != nil) == (machine.status != before), "step \(step): an event ⇔ a change")
+      #expect(machine.contentVersion >= version, "step \(step): the content version never goes back")
+      version = machine.contentVersion
+      #expect(machine.content(as: Int.self) != -1, "step \(step): a stale result never lands")
+      #expect((machine.attempt?.waitingCount ?? 0) == waiting.count, "step \(step): the waiters are those that joined")
+      if stale.count > 64 { stale.removeFirst(32) }
+    }
+    // Every waiter that joined was answered exactly once when its attempt ended or it left, and
+    // those of the attempt still running not yet.
+    let all = answers.all
+    #expect(all.values.allSatisfy { $0.count == 1 }, "a waiter answered twice")
+    #expect(Set(all.keys) == answered, "answered exactly those the effects and leaves named")
+    #expect(answered.isDisjoint(with: waiting), "a waiter still waiting was answered")
+  }
+}
