@@ -69,6 +69,39 @@ struct ServerJobRunnerTests {
     await job.cancel()
   }
 
+  /// Issue 29: the checkpoint that counts the server's messages is stored at once, and the
+  /// messages must be in that write, not in the throttled save a second later: a process killed
+  /// in between would restore a job that counts the messages as seen but does not hold them.
+  @Test func theStoredRecordHoldsEveryServerMessageItsCheckpointCounts() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    let store = ServerJobTestStore()
+    // The throttled saves wait on a clock of their own that never moves: only the saves made at
+    // once reach the store, as when the process is killed before the throttled one.
+    let saveClock = TestClock()
+    let manager = try JobManager(registry: registry, store: store, clock: saveClock)
+    let job = Job(work, options: JobOptions(clock: clock))
+    let id = try manager.add(job).id
+    server.update {
+      $0.post("Packaging the basemap")
+      $0.post("Packaging 3 layers")
+    }
+    job.start()
+    try await expectSleep(until: 1)  // the poll brings two messages
+    try await clock.waitForSleepers(1)
+    server.update { $0.post("Layer 1 of 3 packaged") }
+    try await expectSleep(until: 3)  // and one more
+    try await clock.waitForSleepers(1)
+    let restored = try Job<RemoteWork>.fromJSON(try #require(store.records[id]), options: JobOptions(clock: clock))
+    #expect(restored.checkpoint?.messagesSeen == 3)
+    #expect(restored.serverMessages == ["Packaging the basemap", "Packaging 3 layers", "Layer 1 of 3 packaged"])
+    await job.cancel()
+    _ = manager
+  }
+
   @Test func postsEachServerMessageOnceAcrossPolls() async throws {
     let (job, server) = makeJob()
     server.update {

@@ -80,8 +80,8 @@ extension Job: JobContextHost {
   }
 
   @usableFromInline
-  func saveCheckpoint(_ checkpoint: Work.Checkpoint) {
-    perform(withState { $0.saveCheckpoint(checkpoint) })
+  func saveCheckpoint(_ checkpoint: Work.Checkpoint, posting messages: [JobMessage]) {
+    perform(withState { $0.saveCheckpoint(checkpoint, posting: messages) })
   }
 
   @usableFromInline

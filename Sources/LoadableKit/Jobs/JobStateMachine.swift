@@ -255,10 +255,13 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   // MARK: - The context
 
-  /// Records `checkpoint`; the one it replaces is released with the returned effects.
-  mutating func saveCheckpoint(_ checkpoint: Checkpoint) -> Effects {
+  /// Posts `messages`, then records `checkpoint`, in one step: a store that writes the job on the
+  /// checkpoint finds the messages in the same write. The checkpoint it replaces is released with
+  /// the returned effects.
+  mutating func saveCheckpoint(_ checkpoint: Checkpoint, posting messages: [JobMessage] = []) -> Effects {
     var effects = Effects()
     guard !status.isFinished else { return effects }
+    for message in messages { append(message, &effects) }
     effects.released.checkpoint = self.checkpoint
     self.checkpoint = checkpoint
     checkpointGeneration &+= 1
