@@ -188,6 +188,52 @@ struct ServerJobRunnerTests {
     #expect(job.checkpoint?.cancelError == nil)
   }
 
+  /// Issue 29: a server job restored paused (its work not running) asks the server to cancel.
+  @Test func cancellingARestoredServerJobAsksTheServerAndReportsItsAnswer() async throws {
+    let (job, server) = makeJob()
+    job.start()
+    server.update { $0.state = .executing }
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
+    job.pause()
+    try await expectSleep(until: 3)
+    await job.waitUntilParked()
+    let restored = try Job<RemoteWork>.fromJSON(job.toJSON(), options: JobOptions(clock: clock))
+    #expect(restored.status == .paused)
+    #expect(await restored.cancel())
+    #expect(restored.status == .failed)
+    #expect(restored.error is CancellationError)
+    #expect(server.requests("cancel") == 1, "the server was asked")
+    #expect(server.requests("submit") == 1)
+    #expect(restored.checkpoint?.lastState == .cancelled)
+    #expect(restored.checkpoint?.cancelError == nil)
+    #expect(restored.serverMessages.last == "Cancelled at the client's request")
+    await job.cancel()
+  }
+
+  /// Issue 29: a server job waiting out a transient-error backoff asks the server to cancel.
+  @Test func cancellingAServerJobInBackoffAsksTheServerAndReportsItsAnswer() async throws {
+    let options = JobOptions(
+      isTransient: { $0 is FakeOutage }, backoff: .constant(.seconds(2)), transientWindow: .seconds(10), clock: clock)
+    let (job, server) = makeJob(options: options)
+    job.start()
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
+    server.update { $0.isDown = true }
+    try await expectSleep(until: 3)  // the poll fails; the job waits 2 s to retry
+    try await clock.waitForSleepers(1)
+    server.update {
+      $0.isDown = false
+      $0.cancellable = false
+    }
+    #expect(await job.cancel())
+    #expect(job.status == .failed)
+    #expect(job.error is CancellationError)
+    #expect(server.requests("cancel") == 1, "the server was asked")
+    #expect(job.checkpoint?.cancelError == .cancelNotSupported, "and its answer reported")
+    #expect(job.messages.last?.severity == .error)
+  }
+
   @Test func aServerThatCannotCancelGivesATypedError() async throws {
     let (job, server) = makeJob()
     server.update { $0.cancellable = false }
@@ -374,6 +420,8 @@ final class FakeJobServer: ServerJobService, Sendable {
     var submitGate: JobLatch?
     var cancelGate: JobLatch?
     var log: [String] = []
+    /// Opened when the status request of their number arrives.
+    var statusLatches: [Int: JobLatch] = [:]
 
     mutating func post(_ text: String, severity: JobMessage.Severity = .info) {
       messages.append(ServerJobMessage(sequence: messages.count + 1, text: text, severity: severity))
@@ -394,6 +442,17 @@ final class FakeJobServer: ServerJobService, Sendable {
 
   func requests(_ verb: String) -> Int { log.filter { $0.hasPrefix(verb + " ") }.count }
 
+  /// A latch that opens when the `number`th status request has arrived.
+  func statusRequest(_ number: Int) -> JobLatch {
+    let (latch, arrived) = state.withLock(owner: self) { state -> (JobLatch, Bool) in
+      let latch = state.statusLatches[number] ?? JobLatch()
+      state.statusLatches[number] = latch
+      return (latch, state.log.filter { $0.hasPrefix("status ") }.count >= number)
+    }
+    if arrived { latch.open() }
+    return latch
+  }
+
   private func record(_ line: String) -> State {
     state.withLock(owner: self) { state in
       state.log.append(line)
@@ -410,6 +469,7 @@ final class FakeJobServer: ServerJobService, Sendable {
 
   func status(ofJob id: String, messagesAfter sequence: Int) async throws -> ServerJobStatus {
     let current = record("status \(id) after \(sequence)")
+    current.statusLatches[current.log.filter { $0.hasPrefix("status ") }.count]?.open()
     if current.isDown { throw FakeOutage() }
     var status = current.status
     if !current.sendsAllMessages { status.messages.removeAll { $0.sequence <= sequence } }
