@@ -69,6 +69,39 @@ struct ServerJobRunnerTests {
     await job.cancel()
   }
 
+  /// Issue 29: the checkpoint that counts the server's messages is stored at once, and the
+  /// messages must be in that write, not in the throttled save a second later: a process killed
+  /// in between would restore a job that counts the messages as seen but does not hold them.
+  @Test func theStoredRecordHoldsEveryServerMessageItsCheckpointCounts() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    let store = ServerJobTestStore()
+    // The throttled saves wait on a clock of their own that never moves: only the saves made at
+    // once reach the store, as when the process is killed before the throttled one.
+    let saveClock = TestClock()
+    let manager = try JobManager(registry: registry, store: store, clock: saveClock)
+    let job = Job(work, options: JobOptions(clock: clock))
+    let id = try manager.add(job).id
+    server.update {
+      $0.post("Packaging the basemap")
+      $0.post("Packaging 3 layers")
+    }
+    job.start()
+    try await expectSleep(until: 1)  // the poll brings two messages
+    try await clock.waitForSleepers(1)
+    server.update { $0.post("Layer 1 of 3 packaged") }
+    try await expectSleep(until: 3)  // and one more
+    try await clock.waitForSleepers(1)
+    let restored = try Job<RemoteWork>.fromJSON(try #require(store.records[id]), options: JobOptions(clock: clock))
+    #expect(restored.checkpoint?.messagesSeen == 3)
+    #expect(restored.serverMessages == ["Packaging the basemap", "Packaging 3 layers", "Layer 1 of 3 packaged"])
+    await job.cancel()
+    _ = manager
+  }
+
   @Test func postsEachServerMessageOnceAcrossPolls() async throws {
     let (job, server) = makeJob()
     server.update {
@@ -153,6 +186,52 @@ struct ServerJobRunnerTests {
     #expect(job.serverMessages.last == "Cancelled at the client's request")
     #expect(job.checkpoint?.lastState == .cancelled)
     #expect(job.checkpoint?.cancelError == nil)
+  }
+
+  /// Issue 29: a server job restored paused (its work not running) asks the server to cancel.
+  @Test func cancellingARestoredServerJobAsksTheServerAndReportsItsAnswer() async throws {
+    let (job, server) = makeJob()
+    job.start()
+    server.update { $0.state = .executing }
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
+    job.pause()
+    try await expectSleep(until: 3)
+    await job.waitUntilParked()
+    let restored = try Job<RemoteWork>.fromJSON(job.toJSON(), options: JobOptions(clock: clock))
+    #expect(restored.status == .paused)
+    #expect(await restored.cancel())
+    #expect(restored.status == .failed)
+    #expect(restored.error is CancellationError)
+    #expect(server.requests("cancel") == 1, "the server was asked")
+    #expect(server.requests("submit") == 1)
+    #expect(restored.checkpoint?.lastState == .cancelled)
+    #expect(restored.checkpoint?.cancelError == nil)
+    #expect(restored.serverMessages.last == "Cancelled at the client's request")
+    await job.cancel()
+  }
+
+  /// Issue 29: a server job waiting out a transient-error backoff asks the server to cancel.
+  @Test func cancellingAServerJobInBackoffAsksTheServerAndReportsItsAnswer() async throws {
+    let options = JobOptions(
+      isTransient: { $0 is FakeOutage }, backoff: .constant(.seconds(2)), transientWindow: .seconds(10), clock: clock)
+    let (job, server) = makeJob(options: options)
+    job.start()
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
+    server.update { $0.isDown = true }
+    try await expectSleep(until: 3)  // the poll fails; the job waits 2 s to retry
+    try await clock.waitForSleepers(1)
+    server.update {
+      $0.isDown = false
+      $0.cancellable = false
+    }
+    #expect(await job.cancel())
+    #expect(job.status == .failed)
+    #expect(job.error is CancellationError)
+    #expect(server.requests("cancel") == 1, "the server was asked")
+    #expect(job.checkpoint?.cancelError == .cancelNotSupported, "and its answer reported")
+    #expect(job.messages.last?.severity == .error)
   }
 
   @Test func aServerThatCannotCancelGivesATypedError() async throws {
@@ -341,6 +420,8 @@ final class FakeJobServer: ServerJobService, Sendable {
     var submitGate: JobLatch?
     var cancelGate: JobLatch?
     var log: [String] = []
+    /// Opened when the status request of their number arrives.
+    var statusLatches: [Int: JobLatch] = [:]
 
     mutating func post(_ text: String, severity: JobMessage.Severity = .info) {
       messages.append(ServerJobMessage(sequence: messages.count + 1, text: text, severity: severity))
@@ -361,6 +442,17 @@ final class FakeJobServer: ServerJobService, Sendable {
 
   func requests(_ verb: String) -> Int { log.filter { $0.hasPrefix(verb + " ") }.count }
 
+  /// A latch that opens when the `number`th status request has arrived.
+  func statusRequest(_ number: Int) -> JobLatch {
+    let (latch, arrived) = state.withLock(owner: self) { state -> (JobLatch, Bool) in
+      let latch = state.statusLatches[number] ?? JobLatch()
+      state.statusLatches[number] = latch
+      return (latch, state.log.filter { $0.hasPrefix("status ") }.count >= number)
+    }
+    if arrived { latch.open() }
+    return latch
+  }
+
   private func record(_ line: String) -> State {
     state.withLock(owner: self) { state in
       state.log.append(line)
@@ -377,6 +469,7 @@ final class FakeJobServer: ServerJobService, Sendable {
 
   func status(ofJob id: String, messagesAfter sequence: Int) async throws -> ServerJobStatus {
     let current = record("status \(id) after \(sequence)")
+    current.statusLatches[current.log.filter { $0.hasPrefix("status ") }.count]?.open()
     if current.isDown { throw FakeOutage() }
     var status = current.status
     if !current.sendsAllMessages { status.messages.removeAll { $0.sequence <= sequence } }

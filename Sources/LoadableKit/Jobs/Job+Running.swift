@@ -20,8 +20,16 @@ extension Job {
   func drive<C: Clock<Duration>>(runID: UInt64, clock: C) async {
     var window = TransientWindow<C.Instant>()
     while true {
+      let context = JobContext(host: self, signals: signals)
+      if withState({ $0.mustRunWorkToCancel(runID: runID) }) {
+        // Cancelled while not running (restored paused, or in a backoff): the work runs once
+        // more, cancelled, so that a server job asks its server to cancel. The job fails with
+        // `CancellationError` whatever the work returns.
+        _ = try? await work.run(in: context)
+        finish(runID, with: .failure(CancellationError()))
+        return
+      }
       do {
-        let context = JobContext(host: self, signals: signals)
         try await context.pausePoint()  // a job paused before (or between) runs parks here
         let output = try await work.run(in: context)
         finish(runID, with: .success(output))
@@ -55,6 +63,8 @@ extension Job {
           do {
             try await clock.sleep(for: delay)
           } catch {
+            withState { $0.endBackoff(runID: runID) }
+            if withState({ $0.mustRunWorkToCancel(runID: runID) }) { continue }  // asks the server
             finish(runID, with: .failure(error))
             return
           }
@@ -80,8 +90,8 @@ extension Job: JobContextHost {
   }
 
   @usableFromInline
-  func saveCheckpoint(_ checkpoint: Work.Checkpoint) {
-    perform(withState { $0.saveCheckpoint(checkpoint) })
+  func saveCheckpoint(_ checkpoint: Work.Checkpoint, posting messages: [JobMessage]) {
+    perform(withState { $0.saveCheckpoint(checkpoint, posting: messages) })
   }
 
   @usableFromInline

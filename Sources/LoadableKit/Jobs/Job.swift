@@ -67,7 +67,9 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   public init(_ work: Work, options: JobOptions) {
     self.work = work
     self.options = options
-    self.state = Mutex(Machine(messages: JobMessageLog(limit: options.messageLimit)))
+    var machine = Machine(messages: JobMessageLog(limit: options.messageLimit))
+    machine.runsWorkToCancel = Self.runsWorkToCancel
+    self.state = Mutex(machine)
     self.signals = JobSignals(progress: 0)
     self.run = AsyncLoadable(status: .notLoaded, content: nil, error: nil, operation: nil)
   }
@@ -83,8 +85,14 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     case .success(let output)?: self.run = AsyncLoadable(status: .loaded, content: output, error: nil, operation: nil)
     case nil: self.run = AsyncLoadable(status: .notLoaded, content: nil, error: nil, operation: nil)
     }
+    var machine = machine
+    machine.runsWorkToCancel = Self.runsWorkToCancel
     self.state = Mutex(machine)
   }
+
+  /// Whether cancelling the job while its work is not running runs the work once more, cancelled:
+  /// a server job's runner then asks the server to cancel (see ``ServerJobRunner``).
+  static var runsWorkToCancel: Bool { Work.Checkpoint.self == ServerJobCheckpoint.self }
 
   deinit {
     // The entries (handlers and their pending deliveries) are released here, after the lock.

@@ -29,7 +29,14 @@ public struct JobContext<Checkpoint: Codable & Sendable>: Sendable {
   /// checkpoint right after a unit of work is done and before the next ``pausePoint()``, so a job
   /// paused there and persisted does no unit twice.
   public func saveCheckpoint(_ checkpoint: Checkpoint) {
-    host.saveCheckpoint(checkpoint)
+    host.saveCheckpoint(checkpoint, posting: [])
+  }
+
+  /// Posts `messages` and records `checkpoint` in one step, so that no saved form of the job (its
+  /// JSON, a ``JobManager``'s record) holds the checkpoint without the messages it counts, or the
+  /// messages without the checkpoint that counts them.
+  func saveCheckpoint(_ checkpoint: Checkpoint, posting messages: [JobMessage]) {
+    host.saveCheckpoint(checkpoint, posting: messages)
   }
 
   /// Reports that `completed` of `total` units are done.
@@ -83,7 +90,8 @@ public struct JobContext<Checkpoint: Codable & Sendable>: Sendable {
 protocol JobContextHost<Checkpoint>: AnyObject, Sendable {
   associatedtype Checkpoint: Codable & Sendable
   func savedCheckpoint() -> Checkpoint?
-  func saveCheckpoint(_ checkpoint: Checkpoint)
+  /// Posts `messages`, then records `checkpoint`, in one transition.
+  func saveCheckpoint(_ checkpoint: Checkpoint, posting messages: [JobMessage])
   /// Tells observers about the progress, which crossed a step.
   func publishProgress()
   func post(_ message: JobMessage)

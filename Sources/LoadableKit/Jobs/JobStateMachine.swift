@@ -101,6 +101,11 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private var durabilityRequired = false
   /// The newest checkpoint generation the store confirmed.
   private var durableGeneration: UInt64 = 0
+  /// Whether cancelling the job while its work is not running (restored paused, or waiting out a
+  /// transient-error backoff) runs the work once more, cancelled, so it can undo what it started
+  /// elsewhere: a server job asks its server to cancel. Set for work whose checkpoint is a
+  /// ``ServerJobCheckpoint``, and only once there is a checkpoint.
+  var runsWorkToCancel = false
 
   /// A new job, or one restored from JSON.
   ///
@@ -175,6 +180,13 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     case .notStarted:
       end(with: .failure(CancellationError()), &effects)
       return (.cancelled, effects)
+    case .paused where activity == .idle && runsWorkToCancel && checkpoint != nil:
+      // The work runs once more, cancelled from the start (its task is cancelled when attached,
+      // and its pause points throw), so it can cancel what it started on a server.
+      setStatus(.canceling, &effects)
+      launch(&effects)
+      settle(&effects)
+      return (.canceling, effects)
     case .paused where activity == .idle:
       end(with: .failure(CancellationError()), &effects)
       return (.cancelled, effects)
@@ -249,16 +261,25 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     return (true, effects)
   }
 
+  /// Whether run `runID`, being cancelled, must run the work once more so it can cancel what it
+  /// started elsewhere (see ``runsWorkToCancel``).
+  func mustRunWorkToCancel(runID: UInt64) -> Bool {
+    runID == self.runID && status == .canceling && runsWorkToCancel && checkpoint != nil
+  }
+
   mutating func endBackoff(runID: UInt64) {
     if runID == self.runID, activity == .backingOff { activity = .running }
   }
 
   // MARK: - The context
 
-  /// Records `checkpoint`; the one it replaces is released with the returned effects.
-  mutating func saveCheckpoint(_ checkpoint: Checkpoint) -> Effects {
+  /// Posts `messages`, then records `checkpoint`, in one step: a store that writes the job on the
+  /// checkpoint finds the messages in the same write. The checkpoint it replaces is released with
+  /// the returned effects.
+  mutating func saveCheckpoint(_ checkpoint: Checkpoint, posting messages: [JobMessage] = []) -> Effects {
     var effects = Effects()
     guard !status.isFinished else { return effects }
+    for message in messages { append(message, &effects) }
     effects.released.checkpoint = self.checkpoint
     self.checkpoint = checkpoint
     checkpointGeneration &+= 1

@@ -46,9 +46,10 @@
 /// - **Result.** Once the server says the job succeeded, ``ServerJobService/result(ofJob:)``
 ///   fetches the result, which is the job's output.
 ///
-/// Messages and the checkpoint are two updates: the checkpoint is saved first, then the new
-/// messages posted. A job saved with ``Job/toJSON()`` exactly between them (rather than after
-/// ``Job/waitUntilParked()``) may miss those messages when restored, never repeat them.
+/// A poll's new messages and the checkpoint that counts them are one update: every saved form of
+/// the job — ``Job/toJSON()`` at any moment, a ``JobManager``'s record, which is written at once
+/// on each checkpoint — holds both or neither, so a restored job (even after the process was
+/// killed) has each server message exactly once.
 public struct ServerJobRunner<Service: ServerJobService>: Sendable {
   /// The ``JobMessage/source`` of the messages the runner itself posts (submitted, reconnected,
   /// cancel asked and answered).
@@ -163,14 +164,17 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
     }
   }
 
-  /// Saves what `status` changed in the checkpoint, then posts its new messages and its progress.
+  /// Posts the new messages of `status` and saves what it changed in the checkpoint, in one step,
+  /// then reports its progress.
   private func absorb(
     _ status: ServerJobStatus, into checkpoint: inout ServerJobCheckpoint, context: JobContext<ServerJobCheckpoint>
   ) -> [ServerJobMessage] {
     let (fresh, changed) = checkpoint.absorb(status)
-    if changed { context.saveCheckpoint(checkpoint) }
-    for message in fresh {
-      context.post(message.text, severity: message.severity, source: serverMessageSource)
+    // One step: the checkpoint that counts the messages is never saved (or stored by a JobManager,
+    // which writes at once on a checkpoint) without them, and they never without it.
+    if changed {
+      let messages = fresh.map { JobMessage($0.text, severity: $0.severity, source: serverMessageSource) }
+      context.saveCheckpoint(checkpoint, posting: messages)
     }
     if let progress = status.progress { context.reportProgress(fractionCompleted: progress) }
     return fresh
