@@ -205,7 +205,10 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// ``JobWork/run(in:)`` returns. The job then ends ``JobStatus/failed`` with `CancellationError`,
   /// even when the work ignored the cancellation and returned a value: that value is dropped.
   /// A job that was not running (``JobStatus/notStarted``, or paused after ``fromJSON(_:)``) fails
-  /// at once.
+  /// at once — except a server job (its checkpoint a ``ServerJobCheckpoint``) that has saved a
+  /// checkpoint: its work runs once more, cancelled from the start, so that its runner asks the
+  /// server to cancel and records the answer in ``ServerJobCheckpoint/cancelError``; this call
+  /// waits for that, as for a running job.
   ///
   /// Cancelling the task that calls this method stops the wait early (the job still ends as
   /// described).
