@@ -116,15 +116,18 @@ service.holdNextRequest(for: stale.item.id)
 list.refresh(row: 12)  // request A, which the service holds: a slow response
 await list.settle()
 let uploaded = try await service.uploadNewThumbnail(for: stale.item.id)
-list.refresh(row: 12)  // while A still runs: request B asks once A has answered
+list.refresh(row: 12)  // while A still runs: request B asks at once, and A is cancelled
 await list.settle()
 try await service.answerHeldRequests()  // A answers at last, with the thumbnail it found: the old one
 await list.settle()
 print("    refresh: request A asks for the thumbnail, and is slow; meanwhile the owner uploads r\(uploaded)")
-print("    refresh again while A runs: a key loads once at a time, so request B asks when A has answered")
+print("    refresh again while A runs: request B asks at once and supersedes A, whatever A is doing")
 let onScreen = stale.frames.last!.value!
-let answers = zip(["A", "B"], service.requests.dropFirst(before.service.requests).map { $0.answer! })
-for (name, answer) in answers.sorted(by: { $0.1.order < $1.1.order }) {
+for (name, request) in zip(["A", "B"], service.requests.dropFirst(before.service.requests)) {
+  guard let answer = request.answer else {
+    print("    request \(name) was cancelled: nothing of it can be drawn")
+    continue
+  }
   let drawn = answer.revision == onScreen.revision
   let older = answer.revision < onScreen.revision ? "older than r\(onScreen.revision), " : ""
   print("    request \(name) answers r\(answer.revision): \(drawn ? "drawn" : older + "not drawn")")

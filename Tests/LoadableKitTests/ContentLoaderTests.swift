@@ -360,11 +360,11 @@ struct ContentLoaderTests {
 
   // MARK: - Versions and out-of-order results
 
-  // A key's loadable runs one attempt at a time, so a refresh during a load no longer starts a
-  // second load beside it ("at most two loads of a key at once" is gone): it marks the key stale
-  // and starts the next load when the current one ends, if the key is still claimed.
+  // A refresh during a load supersedes it (SPEC §5, "Nothing waits behind a stale or abandoned
+  // load"): the fresh load starts at once, the running one is cancelled and its result dropped.
+  // (Issue 27; before it, the refresh waited for the running load to end.)
 
-  @Test func aRefreshDuringALoadStartsTheNextLoadWhenItEnds() async {
+  @Test func aRefreshDuringALoadSupersedesIt() async {
     let source = KeyedSource()
     let loader = makeLoader(source)
     var events = Reader(loader.events)
@@ -372,25 +372,17 @@ struct ContentLoaderTests {
     var updates = Reader(claim.updates(bufferingPolicy: .unbounded))
     await source.waitForStarts(1)
     loader.refresh(1)  // the first load may predate a change
-    #expect(source.stats.started == 1 && loader.snapshot(for: 1)?.status == .loading)
-    source.resolve(1, "first", version: 3)
     await source.waitForStarts(2)
-    source.resolve(1, "second but older", version: 2)
-    #expect(
-      await updates.next(4) == [
-        snap(1, .loading), snap(1, .loaded, "first", 3), snap(1, .loading, "first", 3), snap(1, .loaded, "first", 3),
-      ])
-    // The result that lost the version check still ends the load with an event (Thumbnails).
-    #expect(
-      await events.next(4) == [
-        event(.loading(1)), event(.loaded(1, "first", 3)), event(.loadingWithPriorValue(1, "first", 3)),
-        event(.loaded(1, "first", 3)),
-      ])
+    #expect(source.stats.cancelled == 1 && loader.snapshot(for: 1)?.status == .loading)
+    #expect(source.stats.pending == 1, "only the fresh load")
+    source.resolve(1, "second", version: 2)
+    #expect(await updates.next(2) == [snap(1, .loading), snap(1, .loaded, "second", 2)])
+    #expect(await events.next(2) == [event(.loading(1)), event(.loaded(1, "second", 2))])
     #expect(source.stats.started == 2)
     claim.end()
   }
 
-  @Test func manyRefreshesDuringALoadStartOneMore() async {
+  @Test func manyRefreshesDuringALoadLeaveOneLoad() async {
     let source = KeyedSource()
     let loader = makeLoader(source)
     let claim = loader.begin(1)
@@ -398,12 +390,14 @@ struct ContentLoaderTests {
     loader.refresh(1)
     loader.refresh(1)
     loader.refreshAll()
+    // Each refresh supersedes the running load, or counts as the fresh one when its work has not
+    // started yet: one load is left, the others were cancelled.
+    await source.waitUntil { $0.pending == 1 && $0.started >= 2 }
     source.resolve(1, "one", version: 1)
-    await source.waitForStarts(2)
-    #expect(source.stats.pending == 1)
+    await eventually { claim.snapshot.status == .loaded }
+    #expect(claim.snapshot.value == "one")
+    #expect(source.stats.pending == 0)
     claim.end()
-    await source.waitUntil { $0.cancelled == 1 }
-    #expect(source.stats.started == 2)
   }
 
   // MARK: - Grace period
@@ -462,6 +456,10 @@ struct ContentLoaderTests {
     #expect(source.stats.started == 2)
   }
 
+  /// A load that predates a refresh never makes the key fresh: the refresh supersedes it, also
+  /// when only a grace period keeps it running (SPEC §5: `refresh(_:)` "on a key whose load is
+  /// running starts a fresh load at once"; before issue 27 the old load landed and the key stayed
+  /// stale for its next claim).
   @Test func aLoadThatPredatesARefreshDoesNotMakeTheKeyFresh() async throws {
     let source = KeyedSource()
     let clock = TestClock()
@@ -470,15 +468,16 @@ struct ContentLoaderTests {
     loader.begin(1).end()
     try await clock.waitForSleepers(1)  // the load goes on for the grace period
     await source.waitForStarts(1)
-    loader.refresh(1)  // nobody is interested: nothing starts, the key is marked stale
-    source.resolve(1, "old", version: 1)
-    #expect(await events.next(2) == [event(.loading(1)), event(.loaded(1, "old", 1))])
-
-    let claim = loader.begin(1)  // the value predates the refresh: load again
-    #expect(await events.next() == event(.loadingWithPriorValue(1, "old", 1)))
+    loader.refresh(1)  // supersedes it: the old load is cancelled, a fresh one starts
     await source.waitForStarts(2)
+    #expect(source.stats.cancelled == 1)
+    #expect(source.stats.pending == 1, "only the fresh load")
     source.resolve(1, "new", version: 2)
-    #expect(await events.next() == event(.loaded(1, "new", 2)))
+    #expect(await events.next(2) == [event(.loading(1)), event(.loaded(1, "new", 2))])
+
+    let claim = loader.begin(1)  // loaded after the refresh: fresh, no new load
+    #expect(claim.snapshot.description == snap(1, .loaded, "new", 2))
+    #expect(source.stats.started == 2)
     claim.end()
   }
 

@@ -440,9 +440,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     // Reports the start to the installed instruments; one atomic load when there are none.
     let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
     if priority.isNone && launchWithoutTask(attempt, probe: probe) { return }
+    let gated = runsOneAttemptAtATime
     let task = TaskLaunch.start(priority: priority.taskPriority) {
       // The gate is almost always free: taken without a continuation then.
-      if !self.withState({ $0.tryEnterGate() }) {
+      if gated && !self.withState({ $0.tryEnterGate() }) {
         await withUnsafeContinuation { continuation in
           if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
         }
@@ -450,7 +451,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       // An attempt cancelled while it waited for the gate does not run at all.
       let result = await self.runAttempt(attempt, probe: probe)
       // Its work returned: no attempt is this task's any more (see `alreadyOutside`).
-      AttemptContext.alreadyOutside { self.endAttempt(attempt, with: result, probe: probe) }
+      AttemptContext.alreadyOutside { self.endAttempt(attempt, with: result, probe: probe, gated: gated) }
     }
     let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }
@@ -460,6 +461,12 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Starts `attempt` without a task of its own, if this loadable can (a `map` or a `zip`, see
   /// `CombinedLoadable`); `false` when it must run on a task.
   func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool { false }
+
+  /// Whether ``performLoad()`` runs one call at a time, an attempt's task waiting at the gate for
+  /// the task of an attempt that was cancelled but whose work has not returned (SPEC §1). `true`;
+  /// a `ContentLoader` key's loadable, whose load is a function of its key, says `false` (SPEC
+  /// §5: nothing waits behind a stale or abandoned load).
+  var runsOneAttemptAtATime: Bool { true }
 
   /// The end of an attempt started by ``launchWithoutTask(_:probe:)``, which only a subclass that
   /// overrides both has.
@@ -472,12 +479,15 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// The attempt's work returned `result`: it is committed (unless the attempt was cancelled
   /// meanwhile), the gate goes to the next attempt, the instruments hear of it, and the callers
   /// and observers are told.
-  final func endAttempt(_ attempt: LoadStateMachine.Attempt, with result: Result<AnyContentBox, any Error>, probe: AttemptProbe?) {
+  final func endAttempt(
+    _ attempt: LoadStateMachine.Attempt, with result: Result<AnyContentBox, any Error>, probe: AttemptProbe?,
+    gated: Bool = true
+  ) {
     let now = MonotonicInstant.now  // read before the lock: a clock read is some 30 ns
     let (facts, effects, next) = withState { state in
       (
         probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: now),
-        state.leaveGate()
+        gated ? state.leaveGate() : nil
       )
     }
     next?.resume()

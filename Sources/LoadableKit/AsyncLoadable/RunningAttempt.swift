@@ -187,6 +187,29 @@ protocol AttemptDriver: AnyObject, Sendable {
   /// The attempt's task has returned (whether or not its result was used).
   @exclusivity(unchecked) @usableFromInline var finished = false
 
+  /// A fresh attempt that takes `old`'s place (``LoadStateMachine/supersede(intent:)``): it
+  /// takes `old`'s waiters and interest, as they are, and what the loadable looked like before
+  /// `old` (restored if a cascading cancel undoes the fresh attempt). `old` keeps neither.
+  init(id: UInt64, intent: LoadIntent, superseding old: RunningAttempt) {
+    self.id = id
+    self.intent = intent
+    self.startedByDependent = old.startedByDependent
+    self.wanted = old.wanted
+    self.previousStatus = old.previousStatus
+    self.previousContent = old.previousContent
+    self.previousError = old.previousError
+    interest = old.interest
+    pendingPriority = old.pendingPriority
+    waiters = old.waiters
+    slots = old.slots
+    waitingCount = old.waitingCount
+    joinedCount = old.joinedCount
+    old.waiters = WaiterList()
+    old.slots = [:]
+    old.waitingCount = 0
+    old.interest = 0
+  }
+
   init(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine) {
     self.id = id
     self.intent = intent

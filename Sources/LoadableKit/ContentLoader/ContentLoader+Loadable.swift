@@ -188,41 +188,56 @@ extension ContentLoader {
       claimsAt.highest ?? .visible
     }
 
+    /// A key's load is a function of its key: a fresh attempt starts beside a superseded or
+    /// cancelled one whose work has not returned (SPEC §5), without the gate.
+    override var runsOneAttemptAtATime: Bool { false }
+
     override func performLoad() async throws -> Value {
       let loader = loader
-      guard let executor = loader?.taskExecutor else { return try await load(limitedBy: loader) }
+      // The attempt this load belongs to (a load under a timeout runs in a child task, where only
+      // the state can tell).
+      let attempt = AttemptContext.current?.attemptID ?? withState { $0.attempt?.id }
+      guard let executor = loader?.taskExecutor else { return try await load(limitedBy: loader, attempt: attempt) }
       // An attempt a caller started runs on the caller's executor: the load goes to the loader's
       // (for an attempt the loader launched there already, no hop), and so do the tasks it starts.
       return try await withTaskExecutorPreference(executor) {
-        try await TaskLaunch.$executor.withValue(executor) { try await self.load(limitedBy: loader) }
+        try await TaskLaunch.$executor.withValue(executor) { try await self.load(limitedBy: loader, attempt: attempt) }
       }
     }
 
     /// Waits for a slot of `maximumConcurrentLoads`, if set, then loads.
-    private func load(limitedBy loader: ContentLoader?) async throws -> Value {
-      guard let loader, let limiter = loader.limiter else { return try await loadAndKeep() }
+    private func load(limitedBy loader: ContentLoader?, attempt: UInt64?) async throws -> Value {
+      guard let loader, let limiter = loader.limiter else { return try await loadAndKeep(attempt: attempt) }
       let priority = loader.withState { _ in loadPriority }
-      // The attempt this load belongs to: the place its claim reserved in the queue, if any, is
-      // its own (a load under a timeout runs in a child task, where only the state can tell).
-      let attempt = AttemptContext.current?.attemptID ?? withState { $0.attempt?.id }
+      // The place its claim reserved in the queue, if any, is its attempt's own.
       try await limiter.acquire(ObjectIdentifier(self), attempt: attempt, priority: priority)
       defer { limiter.release() }
       // The claims may have let go of this attempt while it waited, and its task not be cancelled
       // yet (that comes right after the loader's lock): it is no longer the loadable's attempt, so
       // it gives the slot back without calling the data source.
       guard attempt == nil || withState({ $0.attempt?.id }) == attempt else { throw CancellationError() }
-      return try await loadAndKeep()
+      return try await loadAndKeep(attempt: attempt)
     }
 
-    func loadAndKeep() async throws -> Value {
+    /// Calls the data source and applies the version rule. Only the key's current attempt records
+    /// the version of what it returns: a superseded or cancelled attempt, which may run beside the
+    /// current one (SPEC §5), must not put its version in the place of the one the current attempt
+    /// records. Its result is dropped anyway; it throws `CancellationError` instead.
+    func loadAndKeep(attempt: UInt64?) async throws -> Value {
       let loaded = try await loadValue(key)
       let now = clock?.now() ?? .zero
       let loadedCost = costOf?(loaded.value) ?? 0
-      let (counter, content) = versionedContent()
-      let (value, dropped) = versions.withLock(owner: self) {
-        $0.keep(loaded, cost: loadedCost, counter: counter, content: content, now: now)
+      // Under the loadable's lock, so that no other attempt becomes current between the check and
+      // the record (the lock order is the loadable's, then the versions').
+      let kept = withState { state -> (Value, [Version])? in
+        guard attempt == nil || state.attempt?.id == attempt else { return nil }
+        let content = state.content(as: Value.self)
+        return versions.withLock(owner: self) {
+          $0.keep(loaded, cost: loadedCost, counter: state.contentVersion, content: content, now: now)
+        }
       }
-      _ = dropped
+      guard let (value, dropped) = kept else { throw CancellationError() }
+      _ = dropped  // released here, after the locks
       return value
     }
 

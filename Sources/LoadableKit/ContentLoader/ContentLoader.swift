@@ -301,12 +301,13 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
 
   /// Marks `key`'s value out of date.
   ///
-  /// A claimed key loads again at once; when a load is running — it may return data from before
-  /// the change — the next load starts as soon as it ends (a key's loadable runs one attempt at a
-  /// time), and the current value stays on screen meanwhile. Results go through the version
-  /// check, so the newer wins. An idle entry is marked stale: it loads again at its next first
-  /// claim, or when its loadable's `fetchIfNeeded()` is called. Does nothing for a key without an
-  /// entry.
+  /// A claimed key loads again at once, and the current value stays on screen meanwhile. When a
+  /// load is running — it may return data from before the change — it is superseded: a fresh load
+  /// starts at once, the running one is cancelled, its claims and the callers waiting on the key's
+  /// loadable wait for the fresh one, and its result, if it still comes, is dropped whatever its
+  /// version. An idle entry is marked stale: it loads again at its next first claim, or when its
+  /// loadable's `fetchIfNeeded()` is called. Does nothing for a key without an entry. See
+  /// <doc:LoadingKeyedContent>.
   public func refresh(_ key: Key) {
     perform(withState { $0.refresh(key) })
   }

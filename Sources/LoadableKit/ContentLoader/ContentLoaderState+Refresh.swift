@@ -1,8 +1,8 @@
-/// Refreshing and invalidating keys: a claimed key loads again (after its running load), an idle
-/// one is marked stale for its next first claim.
+/// Refreshing and invalidating keys: a running load is superseded by a fresh one at once, a
+/// claimed key loads again, an idle one is marked stale for its next first claim.
 extension ContentLoaderState {
-  /// `refresh(key)`: the value is out of date. A claimed entry loads again at once, or, when an
-  /// attempt is running (it may predate the change), as soon as that attempt ends. An idle one is
+  /// `refresh(key)`: the value is out of date. A running load (it may predate the change) is
+  /// superseded by a fresh one at once; a claimed entry loads again at once. An idle one is
   /// marked stale and loads at its next first claim (or its loadable's next `fetchIfNeeded()`).
   mutating func refresh(_ key: Key) -> Effects {
     var effects = Effects()
@@ -35,21 +35,35 @@ extension ContentLoaderState {
   mutating func refresh(_ entry: Entry, _ effects: inout Effects) {
     entry.isStale = true
     entry.refreshMark = makeID()
-    guard entry.claimCount > 0 else { return }
+    let loading = entry.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code
+    guard entry.claimCount > 0 || loading else { return }
     ContentLoaderSeams.beforeRefreshActs?()
-    // One step under the key's lock decides, not a status read before it: with no load running,
-    // one starts now; a running one — whoever started it, and maybe before the change — gets the
-    // claims' interest, and another load follows it.
-    let previous = entry.held
-    entry.held = nil
-    // Pending before the step: if the running load ends within it (on another thread, between
-    // the interest and the read of the key), the read finds the refresh pending and starts it.
-    entry.refreshPending = true
-    if addInterest(entry, starting: .refresh, &effects) { entry.refreshPending = false }
-    if let previous {
-      // The claims' interest moved on (to the same attempt, when it still runs: added, then removed).
-      effects.entryEffects.append((entry, entry.removeInterest(from: previous)))
-      effects.released.attempts.append(previous)
+    // One step under the key's lock decides, not a status read before it: a running load —
+    // whoever started it, and maybe before the change — is superseded by a fresh one at once
+    // (SPEC §5: nothing waits behind a stale load); with none running, a claimed key starts one.
+    switch entry.supersede(intent: .refresh) {
+    case .coalesced:
+      return
+    case .superseded(let fresh, let superseded, let stateEffects):
+      // The claims' interest moved with the waiters.
+      if entry.held === superseded { entry.held = fresh }
+      effects.released.attempts.append(superseded)
+      effects.entryEffects.append((entry, stateEffects))
+      reserveSlot(for: entry, attempt: fresh)
+      effects.launches.append((entry, fresh, nil))
+      sync(entry, &effects)
+    case .idle:
+      guard entry.claimCount > 0 else { return }
+      let previous = entry.held
+      entry.held = nil
+      // Pending before the step: if a load starts within it (on another thread, between the
+      // decision and the interest), the read of the key finds the refresh pending and starts it.
+      entry.refreshPending = true
+      if addInterest(entry, starting: .refresh, &effects) { entry.refreshPending = false }
+      if let previous {
+        effects.entryEffects.append((entry, entry.removeInterest(from: previous)))
+        effects.released.attempts.append(previous)
+      }
     }
   }
 }

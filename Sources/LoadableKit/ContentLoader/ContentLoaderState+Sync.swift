@@ -77,6 +77,13 @@ extension ContentLoaderState {
     }
     if let attempt = read.attempt, attempt !== previous?.attempt {
       entry.attemptMark = makeID()
+      // A load that superseded the one shown (a refresh, SPEC §5) is no change to tell: the key
+      // was loading and still is, with the same value.
+      if let previous, previous.attempt != nil, previous.status == .loading, read.status == .loading,
+        previous.contentVersion == read.contentVersion
+      {
+        return nil
+      }
       return .loading
     }
     guard read.attempt == nil, let previous, previous.attempt != nil else { return ShownChange.none }

@@ -305,7 +305,7 @@ public final class JobManager: @unchecked Sendable {
     guard schedule else { return }
     let clock = self.clock
     let interval = saveInterval
-    Task { [weak self] in
+    TaskLaunch.startDetached { [weak self] in
       try? await clock.sleep(for: interval)
       entry.writer.withLock(owner: entry) { $0.isFlushScheduled = false }
       self?.save(entry)

@@ -1,0 +1,51 @@
+@testable import LoadableKit
+import LoadableKitTesting
+import Testing
+
+/// A task-local a caller binds: a trace context, a request's logger or credentials.
+enum CallerTrace {
+  @TaskLocal static var id: String?
+}
+
+/// A job whose work reports the task-local it sees.
+struct TraceWork: JobWork {
+  static var kind: String { "trace" }
+  func run(in context: JobContext<Int>) async throws -> String { CallerTrace.id ?? "none" }
+}
+
+/// SPEC §1: an attempt is shared, so the task that runs it inherits no task-local values from the
+/// caller, claim or dependent that started it; SPEC §5: nor does a key's load.
+@Suite("Attempts inherit no task-locals", .timeLimit(.minutes(1)))
+struct AttemptTaskLocalTests {
+  @Test func aKeysLoadSeesNoTaskLocalOfTheClaimThatStartedIt() async throws {
+    let seen = Recorder<String>()
+    let loader = Loader(idleTimeout: nil) { _ in
+      seen.append(CallerTrace.id ?? "none")
+      return ("v", 1)
+    }
+    let claim = CallerTrace.$id.withValue("claim") { loader.begin(1) }
+    await eventually { claim.snapshot.status == .loaded }
+    CallerTrace.$id.withValue("refresh") { loader.refresh(1) }
+    await eventually { seen.count == 2 }
+    #expect(seen.values == ["none", "none"])
+    claim.end()
+  }
+
+  @Test func aLoadablesAttemptSeesNoTaskLocalOfItsCaller() async throws {
+    let seen = Recorder<String>()
+    let loadable = AsyncLoadable { () async -> Int in
+      seen.append(CallerTrace.id ?? "none")
+      return 1
+    }
+    try await CallerTrace.$id.withValue("load") { try await loadable.load() }
+    CallerTrace.$id.withValue("sync") { loadable.sync() }
+    await eventually { seen.count == 2 && loadable.loadStatus == .loaded }
+    #expect(seen.values == ["none", "none"])
+  }
+
+  @Test func aJobsRunSeesNoTaskLocalOfWhoStartedIt() async throws {
+    let job = Job(TraceWork())
+    CallerTrace.$id.withValue("starter") { _ = job.start() }
+    #expect(try await job.output == "none")
+  }
+}

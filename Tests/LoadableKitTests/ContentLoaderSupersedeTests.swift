@@ -1,0 +1,100 @@
+@testable import LoadableKit
+import LoadableKitTesting
+import Synchronization
+import Testing
+
+/// What a keyed load returns in these tests.
+typealias KeyedResult = (value: String, version: Int)
+
+/// Counts the attempts that ended (their work returned and the engine took its result or dropped
+/// it): a test waits for it before checking that a dropped result changed nothing.
+final class EndCounter: LoadInstrument {
+  private let ended = Atomic<Int>(0)
+  var count: Int { ended.load(ordering: .acquiring) }
+  func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) {
+    ended.wrappingAdd(1, ordering: .releasing)
+  }
+}
+
+/// SPEC §5, "Nothing waits behind a stale or abandoned load": a key's load is a function of its
+/// key, so a refresh supersedes the running load at once, and a key claimed again after a cancel
+/// loads at once, whatever the old work is doing; the old work's result never lands.
+@Suite("ContentLoader supersede", .timeLimit(.minutes(1)))
+struct ContentLoaderSupersedeTests {
+  /// A bound on a start that must come at once: the old design never started it (it waited for
+  /// work that ignores cancellation), so the wait fails fast instead of at the suite's limit.
+  static let startBound: Duration = .seconds(10)
+
+  @Test func aRefreshDuringALoadStartsAFreshLoadAtOnceAndTheStaleResultNeverLands() async throws {
+    let control = ControlledLoad<KeyedResult>(ignoresCancellation: true)
+    let ends = EndCounter()
+    let loader = Loader(idleTimeout: nil, instrument: ends, load: { _ in try await control.operation() })
+    let events = Recorder<String>()
+    let claim = loader.begin(1) { events.append("\($0.status) \($0.value ?? "-")") }
+    var stream = Reader(loader.events(bufferingPolicy: .unbounded))
+    try await control.waitForStart(1)
+    loader.refresh(1)
+    // The fresh load starts while the first one's work (which ignores its cancellation) is
+    // still pending.
+    try await control.waitForStart(2, timeout: Self.startBound)
+    #expect(control.pendingCount == 2)
+    // The superseded work returns first, with a newer version than the fresh one: dropped.
+    control.resolve(("stale", 99))
+    await eventually { ends.count >= 1 }
+    #expect(claim.snapshot.status == .loading)
+    #expect(claim.snapshot.value == nil)
+    control.resolve(("fresh", 2))
+    await eventually { ends.count >= 2 }
+    #expect(claim.snapshot.status == .loaded)
+    #expect(claim.snapshot.value == "fresh")
+    #expect(claim.snapshot.version == 2)
+    #expect(loader.loadable(for: 1).content == "fresh")
+    let seen = await stream.skip(until: "loaded(1, fresh, 2)")
+    #expect(!seen.contains { $0.contains("stale") })
+    #expect(!events.values.contains { $0.contains("stale") })
+    claim.end()
+  }
+
+  @Test func callersOfTheKeysLoadableWaitThroughARefreshAndGetTheFreshValue() async throws {
+    let control = ControlledLoad<KeyedResult>(ignoresCancellation: true)
+    let loader = Loader(idleTimeout: nil, load: { _ in try await control.operation() })
+    let claim = loader.begin(1)
+    try await control.waitForStart(1)
+    let loadable = loader.loadable(for: 1)
+    let fetching = Task { try await loadable.fetch() }
+    let loading = Task { () throws -> String? in
+      try await loadable.load()
+      return loadable.content
+    }
+    await eventually { loadable.waiterCount == 2 }
+    loader.refresh(1)
+    try await control.waitForStart(2, timeout: Self.startBound)
+    control.resolve(("stale", 99))
+    control.resolve(("fresh", 2))
+    #expect(try await fetching.value == "fresh")
+    #expect(try await loading.value == "fresh")
+    #expect(claim.snapshot.value == "fresh")
+    claim.end()
+  }
+
+  @Test func aKeyClaimedAgainAfterItsLoadWasCancelledLoadsAtOnce() async throws {
+    let control = ControlledLoad<KeyedResult>(ignoresCancellation: true)
+    let ends = EndCounter()
+    let loader = Loader(idleTimeout: nil, instrument: ends, load: { _ in try await control.operation() })
+    let first = loader.begin(1)
+    try await control.waitForStart(1)
+    first.end()  // cancels the load; its work ignores that and goes on
+    let again = loader.begin(1)
+    try await control.waitForStart(2, timeout: Self.startBound)
+    #expect(control.pendingCount == 2)
+    control.resolve(("cancelled", 99))  // the cancelled work returns, newer: dropped
+    await eventually { ends.count >= 1 }
+    #expect(again.snapshot.status == .loading)
+    #expect(again.snapshot.value == nil)
+    control.resolve(("fresh", 2))
+    await eventually { again.snapshot.status == .loaded }
+    #expect(again.snapshot.value == "fresh")
+    #expect(again.snapshot.version == 2)
+    again.end()
+  }
+}
