@@ -203,7 +203,7 @@ enum ReleasePath: String, Codable, Sendable, CaseIterable {
   }
 }
 
-@Suite("Jobs: user values released outside the lock", .timeLimit(.minutes(2)))
+@Suite("Jobs: user values released outside the lock", .serialized, .timeLimit(.minutes(2)))
 struct JobsReleaseTests {
   @Test(arguments: ReleasePath.allCases)
   func userValuesAreReleasedAfterTheLock(_ path: ReleasePath) async {

@@ -58,7 +58,7 @@ enum PromiseSettingReplacement: String, Codable, Sendable, CaseIterable {
   }
 }
 
-@Suite("Promises: replaced settings are released after the lock", .timeLimit(.minutes(1)))
+@Suite("Promises: replaced settings are released after the lock", .serialized, .timeLimit(.minutes(1)))
 struct PromiseExitTests {
   /// A `LoadOptions` holding closures, replaced on a loadable: the closures it held are released
   /// after the loadable's lock, so their captures' `deinit` may call back into the loadable.

@@ -33,7 +33,7 @@ final class WeakHolder<Object: AnyObject>: Sendable {
 /// the loadable, which takes its lock: released under the lock it stops the process with
 /// "Recursive call to lock Mutex", so each scenario runs in an exit test (as the Jobs ones do),
 /// and a failure is reported as that scenario's, not as the end of the whole run.
-@Suite("Re-entrant deinit", .timeLimit(.minutes(2)))
+@Suite("Re-entrant deinit", .serialized, .timeLimit(.minutes(2)))
 struct ReentrantDeinitTests {
   @Test(arguments: EngineReleasePath.allCases)
   func userValuesAreReleasedAfterTheLock(_ path: EngineReleasePath) async {
