@@ -197,6 +197,59 @@ struct LoadStateMachineTests {
     #expect(escalate == RawPriority(.high))
   }
 
+  // MARK: - Supersede (SPEC §5)
+
+  @Test func supersedeWithNothingRunningIsIdle() {
+    for status in [LoadStatus.notLoaded, .loaded, .failed] {
+      var machine = Self.machine(status)
+      guard case .idle = machine.supersede(intent: .refresh) else {
+        Issue.record("\(status): not idle")
+        continue
+      }
+      #expect(machine.status == status && machine.attempt == nil)
+    }
+  }
+
+  /// The fresh attempt takes the running one's place and its waiters, nobody is answered, the
+  /// old task is cancelled, and the old attempt's result, when it comes, is dropped.
+  @Test func aFreshAttemptTakesTheRunningOnesPlaceAndItsWaiters() {
+    var machine = Self.machine(.loaded)
+    let answers = Answers()
+    let first = Self.waiter(answers)
+    let second = Self.waiter(answers)
+    guard case (.started(let old), _) = machine.decide(
+      .fetch, needsSync: true, waiter: first, byDependent: false, callerCancelled: false)
+    else { Issue.record("not started"); return }
+    _ = machine.decide(.load, needsSync: true, waiter: second, byDependent: false, callerCancelled: false)
+    // Its work started (its context is set): a refresh cannot count as the same one.
+    let owner = AsyncLoadable(content: 0)
+    old.context = AttemptContext(owner: owner, intent: .refresh, attemptID: old.id, onTask: false)
+    guard case .superseded(let fresh, let superseded, let effects) = machine.supersede(intent: .refresh) else {
+      Issue.record("not superseded"); return
+    }
+    #expect(superseded === old && machine.attempt === fresh && fresh !== old)
+    #expect(machine.status == .loading && effects.event == nil && effects.waiters.first == nil)
+    #expect(fresh.waitingCount == 2 && old.waitingCount == 0, "the waiters moved")
+    #expect(answers.all.isEmpty, "nobody answered, failed or cancelled")
+    let late = machine.finish(old, with: .success(ContentBox(99)), now: .now)
+    #expect(late.event == nil && late.waiters.first == nil && machine.content(as: Int.self) == 1, "the stale result is dropped")
+    let done = machine.finish(fresh, with: .success(ContentBox(2)), now: .now)
+    for case let (_, waiter)? in done.waiters { waiter.resume(with: done.result) }
+    #expect(answers[first.id] == ["ok"] && answers[second.id] == ["ok"])
+    #expect(machine.status == .loaded && machine.content(as: Int.self) == 2)
+  }
+
+  @Test func aRefreshBeforeTheRunningRefreshStartedCountsAsOne() {
+    var machine = Self.machine(.loaded)
+    guard case (.started(let running), _) = machine.decide(
+      .sync, needsSync: true, waiter: nil, byDependent: false, callerCancelled: false)
+    else { Issue.record("not started"); return }
+    guard case .coalesced(let attempt) = machine.supersede(intent: .refresh) else {
+      Issue.record("not coalesced"); return
+    }
+    #expect(attempt === running && machine.attempt === running)
+  }
+
   // MARK: - A seeded random walk
 
   /// Events in random order, from every state, with the invariants checked after each step:
