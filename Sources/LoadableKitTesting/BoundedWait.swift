@@ -1,3 +1,4 @@
+import LoadableKit
 import Synchronization
 
 /// What a wait of the test kit throws when its deadline passes before the thing it waits for
@@ -46,20 +47,21 @@ func boundedWait(
   let id = waitIdentifiers.wrappingAdd(1, ordering: .relaxed).newValue
   let deadline = Task {
     do { try await Task.sleep(for: timeout) } catch { return }
-    withdraw(id)?.resume(throwing: TestKitTimeout("\(describe()): still waiting after \(timeout)"))
+    withdraw(id)?.handOff(throwing: TestKitTimeout("\(describe()): still waiting after \(timeout)"))
   }
   defer { deadline.cancel() }
   try await withTaskCancellationHandler {
-    try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+    defer { ContinuationHandoff.awaited() }
+    return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
       if register(id, continuation) {
         continuation.resume()
       } else if Task.isCancelled {
         // Cancelled before the continuation was stored: the handler found nothing to withdraw.
-        withdraw(id)?.resume(throwing: CancellationError())
+        withdraw(id)?.handOff(throwing: CancellationError())
       }
     }
   } onCancel: {
-    withdraw(id)?.resume(throwing: CancellationError())
+    withdraw(id)?.handOff(throwing: CancellationError())
   }
 }
 

@@ -95,7 +95,7 @@ public final class ControlledLoad<Value: Sendable>: Sendable {
   @discardableResult
   public func resolve(_ value: Value) -> Bool {
     guard let pending = takeOldest() else { return false }
-    pending.continuation.resume(returning: value)
+    pending.continuation.handOff(.success(value))
     return true
   }
 
@@ -104,7 +104,7 @@ public final class ControlledLoad<Value: Sendable>: Sendable {
   @discardableResult
   public func fail(_ error: any Error) -> Bool {
     guard let pending = takeOldest() else { return false }
-    pending.continuation.resume(throwing: error)
+    pending.continuation.handOff(throwing: error)
     return true
   }
 
@@ -121,7 +121,8 @@ public final class ControlledLoad<Value: Sendable>: Sendable {
     }
     defer { state.withLock(owner: self) { $0.running -= 1 } }
     let body = {
-      try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
+      defer { ContinuationHandoff.awaited() }
+      return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
         let (cancelled, ready) = self.state.withLock(owner: self) { state -> (Bool, [UnsafeContinuation<Void, any Error>]) in
           state.started += 1
           let ready = state.startWaiters.takeSatisfied(by: state.started)
@@ -132,7 +133,7 @@ public final class ControlledLoad<Value: Sendable>: Sendable {
           state.pending.append(Pending(id: id, continuation: continuation))
           return (false, ready)
         }
-        for waiter in ready { waiter.resume() }
+        for waiter in ready { waiter.handOff() }
         if cancelled { continuation.resume(throwing: CancellationError()) }
       }
     }
@@ -146,7 +147,7 @@ public final class ControlledLoad<Value: Sendable>: Sendable {
         state.cancelledEarly.insert(id)
         return nil
       }
-      pending?.continuation.resume(throwing: CancellationError())
+      pending?.continuation.handOff(throwing: CancellationError())
     }
   }
 }

@@ -66,7 +66,8 @@ public final class TestClock: Clock, Sendable {
       return state.nextID
     }
     try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+      defer { ContinuationHandoff.awaited() }
+      return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
         enum Outcome { case wait, ready, cancelled }
         let (outcome, wake) = state.withLock(owner: self) { state -> (Outcome, [UnsafeContinuation<Void, any Error>]) in
           if state.cancelled.remove(id) != nil || Task.isCancelled { return (.cancelled, []) }
@@ -74,7 +75,7 @@ public final class TestClock: Clock, Sendable {
           state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
           return (.wait, state.countWaiters.takeSatisfied(by: state.sleepers.count))
         }
-        for waiter in wake { waiter.resume() }
+        for waiter in wake { waiter.handOff() }
         switch outcome {
         case .wait: break
         case .ready: continuation.resume()
@@ -89,7 +90,7 @@ public final class TestClock: Clock, Sendable {
         state.cancelled.insert(id)
         return nil
       }
-      sleeper?.continuation.resume(throwing: CancellationError())
+      sleeper?.continuation.handOff(throwing: CancellationError())
     }
   }
 
@@ -144,7 +145,7 @@ public final class TestClock: Clock, Sendable {
         return sleeper
       }
       guard let due else { return }
-      due.continuation.resume()
+      due.continuation.handOff()
       await Task.yield()
     }
   }

@@ -63,7 +63,8 @@ extension AsyncLoadable {
     if let known { return try known.get() }
     let waiterID = nextUniqueID()
     let delivery = try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine.Continuation) in
+      defer { ContinuationHandoff.awaited() }
+      return try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine.Continuation) in
         let (answer, event) = withState {
           $0.joinOwnedAttempt((waiterID, .task(continuation)), callerCancelled: Task.isCancelled)
         }

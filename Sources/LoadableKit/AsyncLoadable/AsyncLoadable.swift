@@ -379,7 +379,8 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     for request: LoadRequest, needsSync: Bool, waiterID: UInt64, from context: AttemptContext?
   ) async throws -> LoadStateMachine.Delivery {
     try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine.Continuation) in
+      defer { ContinuationHandoff.awaited() }
+      return try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine.Continuation) in
         let (decision, event) = withState {
           $0.decide(
             request, needsSync: needsSync, waiter: (waiterID, .task(continuation)),
@@ -447,6 +448,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         await withUnsafeContinuation { continuation in
           if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
         }
+        ContinuationHandoff.awaited()
       }
       // An attempt cancelled while it waited for the gate does not run at all.
       let result = await self.runAttempt(attempt, probe: probe)
@@ -490,7 +492,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         gated ? state.leaveGate() : nil
       )
     }
-    next?.resume()
+    next?.handOff()
     if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
     perform(effects)
   }

@@ -102,6 +102,7 @@ final class DependencyGroup: AttemptDriver {
     guard case .wait(let group) = try prepare(all, in: context) else { return }
     try await withTaskCancellationHandler {
       try await group.escalatingPriority {
+        defer { ContinuationHandoff.awaited() }
         _ = try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Deliveries, any Error>) in
           group.start(.resume(continuation))
         }
@@ -335,7 +336,7 @@ final class DependencyGroup: AttemptDriver {
 
   private func hand(_ outcome: Outcome, to finish: Finish) {
     switch finish {
-    case .resume(let continuation): continuation.resume(with: outcome)
+    case .resume(let continuation): continuation.handOff(outcome)
     case .attempt(let attempt, let probe):
       context.owner.dependenciesDecided(outcome, attempt: attempt, context: context, probe: probe)
     }

@@ -35,7 +35,7 @@ enum LoadWaiter {
 
   func resume(with result: Result<LoadDelivery, any Error>) {
     switch (self, result) {
-    case (.task(let continuation), _): continuation.resume(with: result)
+    case (.task(let continuation), _): continuation.handOff(result)
     case (.completion(let handler), .success): handler(nil)
     case (.completion(let handler), .failure(let error)): handler(error)
     case (.dependent(let group, let index), _): group.arrive(index, result)

@@ -409,7 +409,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   func perform(_ effects: State.Effects) {
     if let lists = effects.storage {
       for task in lists.cancelTasks { task.cancel() }
-      for slot in lists.grantedSlots { slot.resume() }
+      for slot in lists.grantedSlots { slot.handOff() }
       // The loader decided these, and read each key's state under its lock when it did: the
       // entries need not tell it of the changes (``KeyedLoadable/statusDidChange()``).
       // Each list is there only if something was recorded in it (see `Effects.Storage`).

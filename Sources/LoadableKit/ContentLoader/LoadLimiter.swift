@@ -145,6 +145,7 @@ final class LoadLimiter: Sendable {
 
   private func waitForSlot(_ ticket: Ticket, attempt: UInt64?, priority: ClaimPriority) async throws {
     try await withTaskCancellationHandler {
+      defer { ContinuationHandoff.awaited() }
       try await withUnsafeThrowingContinuation { (continuation: Continuation) in
         let start = state.withLock(owner: self) { state -> Start in
           if Task.isCancelled { return .cancelled(next: state.dropReservation(ticket, attempt: attempt)) }
@@ -170,7 +171,7 @@ final class LoadLimiter: Sendable {
         case .run: continuation.resume()
         case .wait: break
         case .cancelled(let next):
-          next?.resume()
+          next?.handOff()
           continuation.resume(throwing: CancellationError())
         }
       }
@@ -183,14 +184,14 @@ final class LoadLimiter: Sendable {
         }
         return state.waiting.remove(at: index)
       }
-      removed?.continuation?.resume(throwing: CancellationError())
+      removed?.continuation?.handOff(throwing: CancellationError())
     }
   }
 
   /// Gives the slot to the most urgent waiter, if any.
   func release() {
     let next = state.withLock(owner: self) { $0.handOver() }
-    next?.resume()
+    next?.handOff()
   }
 
   /// The key's claims changed priority: its waiting load moves in the queue. Called under the

@@ -108,6 +108,7 @@ extension Job: JobContextHost {
   nonisolated(nonsending) func parkAtPausePoint() async throws {
     let id = nextJobWaiterID()
     try await withTaskCancellationHandler {
+      defer { ContinuationHandoff.awaited() }
       try await withUnsafeThrowingContinuation { (continuation: Machine.Park) in
         let (decision, effects) = withState {
           $0.enterPausePoint(id, continuation, taskIsCancelled: Task.isCancelled)
@@ -120,7 +121,7 @@ extension Job: JobContextHost {
         }
       }
     } onCancel: {
-      state.withLock(owner: self) { $0.leavePausePoint(id) }?.resume(throwing: CancellationError())
+      state.withLock(owner: self) { $0.leavePausePoint(id) }?.handOff(throwing: CancellationError())
     }
   }
 }

@@ -269,12 +269,13 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   nonisolated(nonsending) public func waitUntilParked() async {
     let id = nextJobWaiterID()
     await withTaskCancellationHandler {
+      defer { ContinuationHandoff.awaited() }
       await withUnsafeContinuation { (continuation: Machine.SettleWaiter) in
         let now = withState { $0.addSettleWaiter(id, continuation, taskIsCancelled: Task.isCancelled) }
         if now { continuation.resume() }
       }
     } onCancel: {
-      state.withLock(owner: self) { $0.removeSettleWaiter(id) }?.resume()
+      state.withLock(owner: self) { $0.removeSettleWaiter(id) }?.handOff()
     }
   }
 
@@ -313,9 +314,9 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     notifyObservation(of: effects.changes)
     if effects.drain { drainObservers() }
     if !effects.reports.isEmpty { JobProbe.report(effects.reports, job: self, name: Work.kind, own: options.instrument) }
-    for park in effects.resumeParked { park.resume() }
-    for park in effects.cancelParked { park.resume(throwing: CancellationError()) }
-    for waiter in effects.settled { waiter.resume() }
+    for park in effects.resumeParked { park.handOff() }
+    for park in effects.cancelParked { park.handOff(throwing: CancellationError()) }
+    for waiter in effects.settled { waiter.handOff() }
     if let result = effects.result { run.conclude(with: result) }
     if let runID = effects.launch { launch(runID) }
     _ = consume effects  // (4) the released values, last
