@@ -149,3 +149,40 @@ struct DeepUpstreamDemandTests {
     for link in links { link.next = nil }
   }
 }
+
+/// Demand from the start (issue 27, SPEC §5): a dependency attempt begins at the priority its
+/// dependent runs at *now*, raises included — not at the priority the dependent's task was
+/// created with.
+@Suite("Upstream demand from the start", .timeLimit(.minutes(1)))
+struct UpstreamDemandFromTheStartTests {
+  /// A row prefetched and made visible at once (the edge of the viewport): the thumbnail's load
+  /// was launched for the prefetch and raised before it ran; the item and portal loads it then
+  /// starts run at the visible priority from their first instruction. Everything runs on a
+  /// manual executor, so nothing starts before both calls were made.
+  @Test func aRowPrefetchedThenMadeVisibleStartsItsUpstreamLoadsAtTheVisiblePriority() async throws {
+    let executor = ManualTaskExecutor()
+    let seen = UpstreamDemandTests.Seen()
+    let portal = AsyncLoadable<String>(name: "portal") {
+      seen.record("portal")
+      return "portal"
+    }
+    let item = AsyncLoadable<String>(name: "item") {
+      seen.record("item")
+      return "item of \(try await portal.fetchIfNeeded())"
+    }
+    let thumbnails = ContentLoader<String, String, Int>(idleTimeout: nil, taskExecutor: executor) { key in
+      seen.record("thumbnail")
+      return ("\(key) of \(try await item.fetchIfNeeded())", 1)
+    }
+    let prefetch = await Task(priority: .background) { thumbnails.prefetch(["row 3"]) }.value
+    let claim = await Task(priority: .background) { thumbnails.begin("row 3", priority: .visible) }.value
+    executor.runInOrder()
+    #expect(claim.snapshot.status == .loaded)
+    for level in ["thumbnail", "item", "portal"] {
+      let priority = try #require(seen[level], "\(level) did not run")
+      #expect(priority >= ClaimPriority.visible.taskPriority, "\(level) started at \(priority)")
+    }
+    claim.end()
+    prefetch.cancel()
+  }
+}
