@@ -186,3 +186,109 @@ struct UpstreamDemandFromTheStartTests {
     prefetch.cancel()
   }
 }
+
+/// A keyed upstream under a load limit is ranked by the highest demand of whoever waits for it,
+/// claims and dependents alike, and drops back when that demand goes (SPEC §5). Items load one
+/// at a time; a thumbnail's load waits for its item.
+@Suite("Keyed upstream ranked by demand", .timeLimit(.minutes(1)))
+struct KeyedUpstreamDemandTests {
+  struct Rows {
+    let started = Recorder<String>()
+    let busy = ControlledLoad<Void>()
+    let items: ContentLoader<String, String, Int>
+    let thumbnails: ContentLoader<String, String, Int>
+
+    init() {
+      let started = started
+      let busy = busy
+      let items = ContentLoader<String, String, Int>(idleTimeout: nil, maximumConcurrentLoads: 1) { key in
+        started.append(key)
+        if key == "busy" { try await busy.operation() }
+        return (key, 1)
+      }
+      self.items = items
+      thumbnails = ContentLoader<String, String, Int>(idleTimeout: nil) { key in
+        ("thumbnail of " + (try await items.loadable(for: "item \(key)").fetch()), 1)
+      }
+    }
+
+    var waitingForASlot: Int { items.limiter?.waitingCount ?? 0 }
+
+    /// The item loads started after the busy one, once `count` of them did.
+    func startedAfterBusy(_ count: Int) async -> [String] {
+      await eventually { started.count == count + 1 }
+      return Array(started.values.dropFirst())
+    }
+  }
+
+  /// A thumbnail only prefetched waits for its item at the prefetch rank: a visible item claimed
+  /// later goes first.
+  @Test func anUpstreamWantedOnlyByAPrefetchWaitsBehindAVisibleClaim() async throws {
+    let rows = Rows()
+    let busy = rows.items.begin("busy")
+    try await rows.busy.waitForStart()
+    let prefetch = rows.thumbnails.prefetch(["t"])
+    await eventually { rows.waitingForASlot == 1 }
+    let visible = rows.items.begin("item v")
+    #expect(rows.waitingForASlot == 2)
+    rows.busy.resolve(())
+    #expect(await rows.startedAfterBusy(2) == ["item v", "item t"])
+    visible.end()
+    prefetch.cancel()
+    busy.end()
+  }
+
+  /// The thumbnail made visible raises its waiting item to the visible rank (first come among
+  /// equals: it waited longer than the other visible item).
+  @Test func aDependentMadeVisibleRaisesItsUpstream() async throws {
+    let rows = Rows()
+    let busy = rows.items.begin("busy")
+    try await rows.busy.waitForStart()
+    let prefetch = rows.thumbnails.prefetch(["t"])
+    await eventually { rows.waitingForASlot == 1 }
+    let visible = rows.items.begin("item v")
+    let row = rows.thumbnails.begin("t", priority: .visible)
+    rows.busy.resolve(())
+    #expect(await rows.startedAfterBusy(2) == ["item t", "item v"])
+    row.end()
+    visible.end()
+    prefetch.cancel()
+    busy.end()
+  }
+
+  /// ... and drops it back when the visible claim that raised it ends.
+  @Test func anUpstreamDropsBackWhenTheDemandThatRaisedItGoes() async throws {
+    let rows = Rows()
+    let busy = rows.items.begin("busy")
+    try await rows.busy.waitForStart()
+    let prefetch = rows.thumbnails.prefetch(["t"])
+    await eventually { rows.waitingForASlot == 1 }
+    let visible = rows.items.begin("item v")
+    let row = rows.thumbnails.begin("t", priority: .visible)
+    row.end()  // scrolled away again: only the prefetch wants the thumbnail
+    rows.busy.resolve(())
+    #expect(await rows.startedAfterBusy(2) == ["item v", "item t"])
+    visible.end()
+    prefetch.cancel()
+    busy.end()
+  }
+
+  /// A plain caller of an item waits at the visible rank, as before: a prefetch-only dependent
+  /// does not lower it.
+  @Test func aPlainCallerKeepsTheUpstreamVisible() async throws {
+    let rows = Rows()
+    let busy = rows.items.begin("busy")
+    try await rows.busy.waitForStart()
+    let prefetch = rows.thumbnails.prefetch(["t"])
+    await eventually { rows.waitingForASlot == 1 }
+    let caller = Task { try await rows.items.loadable(for: "item t").fetch() }
+    await eventually { rows.items.loadable(for: "item t").waiterCount == 2 }
+    let visible = rows.items.begin("item v")
+    rows.busy.resolve(())
+    #expect(await rows.startedAfterBusy(2) == ["item t", "item v"])
+    #expect(try await caller.value == "item t")
+    visible.end()
+    prefetch.cancel()
+    busy.end()
+  }
+}

@@ -336,9 +336,19 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       return try answer.get()
     }
     let waiterID = nextUniqueID()
-    guard let context else { return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil) }
+    guard let context else {
+      // A plain caller is one more party waiting: a key under a loader's limit ranks its load by
+      // whoever waits (SPEC §5).
+      guard callerWillWait(nil) else { return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil) }
+      defer { callerStoppedWaiting(nil) }
+      return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil)
+    }
     try context.beginWait(on: self)
-    defer { context.endWait(on: self) }
+    let ranked = callerWillWait(context)
+    defer {
+      if ranked { callerStoppedWaiting(context) }
+      context.endWait(on: self)
+    }
     // Demand flows upstream: when the dependent's task is escalated (a claim on a key raised to
     // visible, a higher-priority caller joining), the attempt it waits for is escalated too, and
     // so on up the graph, each waiting attempt passing it on to the one it waits for. (Apple
@@ -355,6 +365,15 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       Trampoline.run { self.escalateRunningAttempt(to: priority) }
     }
   }
+
+  /// A caller — a dependent's attempt (`context`) or a plain caller (`nil`) — is about to wait for
+  /// this loadable's attempt. Returns whether ``callerStoppedWaiting(_:)`` must be called when
+  /// its wait ends: `false` here; a ``ContentLoader`` key under a load limit ranks its load by
+  /// the demand of whoever waits for it (SPEC §5).
+  func callerWillWait(_ context: AttemptContext?) -> Bool { false }
+
+  /// The wait a ``callerWillWait(_:)`` that returned `true` announced is over.
+  func callerStoppedWaiting(_ context: AttemptContext?) {}
 
   /// Raises the priority of the running attempt's task (a task's priority is never lowered), or
   /// passes it on through the attempt's driver.

@@ -353,7 +353,7 @@ final class AttemptContext: Sendable {
   }
 
   /// What this attempt waits for now: its own waits, then its groups' waits in progress.
-  private var waitTargets: [any DependencyNode] {
+  var waitTargets: [any DependencyNode] {
     let (targets, firstGroup, moreGroups) = state.withLock(owner: self) { state in
       (state.waitTargets, state.firstGroup, state.moreGroups)
     }

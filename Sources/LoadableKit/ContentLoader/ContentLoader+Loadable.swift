@@ -119,6 +119,10 @@ extension ContentLoader {
     @usableFromInline var claimCount = 0
     /// How many claims there are at each ``ClaimPriority``.
     @usableFromInline var claimsAt = PriorityCounts()
+    /// Who else waits for the running load, by demand, under a load limit (`ContentLoader+Demand`).
+    var waiting: WaitingDemand?
+    /// How many times ``loadPriority`` changed: orders the demand this key passes upstream.
+    var demandVersion: UInt64 = 0
     /// What the value shown costs, as counted in the loader's total.
     var cost = 0
     /// The observers of the claims that have some, by claim.
@@ -182,11 +186,19 @@ extension ContentLoader {
       loader?.changed(self)
     }
 
-    /// The priority of the key's load: the highest among its claims, ``ClaimPriority/visible``
-    /// without claims (a caller of the loadable). Under the loader's lock.
+    /// The priority of the key's load: the highest among its claims and the attempts that wait
+    /// for it (SPEC §5); without claims, ``ClaimPriority/visible`` when a plain caller waits or
+    /// nobody does. Under the loader's lock.
     var loadPriority: ClaimPriority {
-      claimsAt.highest ?? .visible
+      guard let waiting else { return claimsAt.highest ?? .visible }
+      let dependents = waiting.dependentsAt.highest
+      if let claims = claimsAt.highest { return max(claims, dependents ?? claims) }
+      if waiting.plainCallers > 0 { return .visible }
+      return dependents ?? .visible
     }
+
+    override func callerWillWait(_ context: AttemptContext?) -> Bool { demandWillWait(context) }
+    override func callerStoppedWaiting(_ context: AttemptContext?) { demandStoppedWaiting(context) }
 
     /// A key's load is a function of its key: a fresh attempt starts beside a superseded or
     /// cancelled one whose work has not returned (SPEC §5), without the gate.

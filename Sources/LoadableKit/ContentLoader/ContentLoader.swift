@@ -246,11 +246,12 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   }
 
   /// Raises the key's running task when its priority went up (a running task is never lowered;
-  /// its place in the queue was moved under the lock).
+  /// its place in the queue was moved under the lock), and tells the keys its attempt waits for.
   func reprioritize(_ entry: KeyedLoadable, to priority: ClaimPriority, raised: Bool) {
     if raised {
       entry.escalateRunningAttempt(to: priority.taskPriority)
     }
+    entry.passDemandUpstream()
   }
 
   /// ``Claim/end()``: on a key that other claims still hold, and that needs nothing else done

@@ -13,6 +13,7 @@ extension ContentLoaderState {
   mutating func reprioritized(_ entry: Entry, from before: ClaimPriority, _ effects: inout Effects) {
     let priority = entry.loadPriority
     guard priority != before else { return }
+    entry.demandVersion &+= 1
     limiter?.reprioritize(ObjectIdentifier(entry), to: priority)
     effects.reprioritized.append((entry, priority, priority > before))
   }
