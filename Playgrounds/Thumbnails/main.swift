@@ -27,7 +27,7 @@ if let url = RedlandsServices.commandLineServer {
   } catch {
     exitCannotReach(url, error)
   }
-  FileHandle.standardError.write(Data("(step 9's fling stays in-process, on simulated time: see the README)\n".utf8))
+  FileHandle.standardError.write(Data("(steps 9 and 10 stay in-process, on simulated time: see the README)\n".utf8))
 } else {
   service = ThumbnailService(
     items: ThumbnailCatalog.redlands(count: items.count), latency: RedlandsServices.defaultLatency, onChange: changes.signal)
@@ -205,6 +205,22 @@ printColumns([
 print("    (times after the list stops)")
 print("    with the limit, a row prefetched and flung past before its turn sends no request, and the visible")
 print("    rows where the list stops have the link before the rows prefetched past them")
+
+// MARK: - 10. Pull to refresh during slow loads
+
+printStep("10. Pull to refresh while the screen's 6 rows load from a slow server")
+print("    each answer takes 2 s; the user pulls 500 ms into the loads; simulated time")
+let refreshRuns = [
+  ("requests that stop when cancelled", pullToRefresh(ignoresCancellation: false)),
+  ("work that ignores cancellation", pullToRefresh(ignoresCancellation: true)),
+]
+printColumns([
+  ["", "requests", "first fresh row drawn", "all fresh rows drawn", "stale rows drawn after the pull"],
+] + refreshRuns.map { name, run in
+  [name, "\(run.requests)", milliseconds(run.firstFreshDrawn), milliseconds(run.allFreshDrawn), "\(run.staleDrawnAfterThePull)"]
+})
+print("    (times after the pull) each fresh request is sent at the pull and supersedes the running load;")
+print("    a stale answer that still comes is dropped, never drawn over the fresh one")
 
 // MARK: - Summary
 

@@ -624,6 +624,16 @@ struct PlaygroundTests {
       "limit 6, visible before prefetch 120 102 18 6 240 ms 720 ms",
       "(times after the list stops)",
     ])
+
+    // 10. A pull to refresh during slow loads sends the fresh requests at once, whatever the
+    // stale work does (issue 27, SPEC §5): the fresh rows are drawn one answer after the pull,
+    // and no stale answer is drawn after it.
+    let refresh = section(output, "▸ 10.").map(squeezed)
+    #expect(Array(refresh.dropFirst(1).prefix(3)) == [
+      "requests first fresh row drawn all fresh rows drawn stale rows drawn after the pull",
+      "requests that stop when cancelled 12 2000 ms 2000 ms 0",
+      "work that ignores cancellation 12 2000 ms 2000 ms 0",
+    ])
   }
 
   @Test func readmeOpensWithTheTwoCommandsAndEveryLinkResolves() async throws {
