@@ -97,4 +97,57 @@ struct ContentLoaderSupersedeTests {
     #expect(again.snapshot.version == 2)
     again.end()
   }
+
+  /// Under a load limit too: the fresh load runs at once on the slot its key holds, beside the
+  /// superseded load whose work ignores cancellation (with a limit of 1, it would otherwise wait
+  /// for that work to return); the slot goes on when both returned.
+  @Test func underALimitAFreshLoadDoesNotWaitForTheSlotOfTheLoadItSuperseded() async throws {
+    let control = ControlledLoad<KeyedResult>(ignoresCancellation: true)
+    let ends = EndCounter()
+    let loader = Loader(
+      idleTimeout: nil, maximumConcurrentLoads: 1, instrument: ends, load: { _ in try await control.operation() })
+    let claim = loader.begin(1)
+    try await control.waitForStart(1)
+    loader.refresh(1)
+    try await control.waitForStart(2, timeout: Self.startBound)
+    control.resolve(("stale", 99))
+    await eventually { ends.count >= 1 }
+    #expect(loader.limiter?.takenCount == 1)  // the key's slot, still held by the fresh load
+    control.resolve(("fresh", 2))
+    await eventually { claim.snapshot.status == .loaded }
+    #expect(claim.snapshot.value == "fresh")
+    #expect(loader.limiter?.takenCount == 0)
+    claim.end()
+  }
+
+  /// ... and so does a key claimed again after a cancel, while its abandoned work goes on. The
+  /// limit still counts keys: another key waits until the key's last load returned.
+  @Test func underALimitAKeyClaimedAgainRunsOnItsOwnSlotAndOtherKeysWait() async throws {
+    let control = ControlledLoad<KeyedResult>(ignoresCancellation: true)
+    let ends = EndCounter()
+    let loader = Loader(
+      idleTimeout: nil, maximumConcurrentLoads: 1, instrument: ends, load: { _ in try await control.operation() })
+    let first = loader.begin(1)
+    try await control.waitForStart(1)
+    first.end()  // cancels the load; its work ignores that and goes on
+    let again = loader.begin(1)
+    try await control.waitForStart(2, timeout: Self.startBound)
+    let other = loader.begin(2)
+    #expect(loader.limiter?.waitingCount == 1)
+    control.resolve(("abandoned", 1))
+    await eventually { ends.count >= 1 }
+    // The key's fresh load still holds the slot: key 2 still waits (a slot handed on is taken
+    // out of the queue under the limiter's lock, before the abandoned attempt ends).
+    #expect(loader.limiter?.waitingCount == 1)
+    #expect(control.startCount == 2)
+    control.resolve(("again", 2))
+    try await control.waitForStart(3)
+    control.resolve(("other", 1))
+    await eventually { other.snapshot.status == .loaded }
+    #expect(again.snapshot.value == "again")
+    #expect(other.snapshot.value == "other")
+    #expect(loader.limiter?.takenCount == 0 && loader.limiter?.peak == 1)
+    again.end()
+    other.end()
+  }
 }

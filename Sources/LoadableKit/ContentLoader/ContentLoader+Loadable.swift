@@ -223,7 +223,7 @@ extension ContentLoader {
       let priority = loader.withState { _ in loadPriority }
       // The place its claim reserved in the queue, if any, is its attempt's own.
       try await limiter.acquire(ObjectIdentifier(self), attempt: attempt, priority: priority)
-      defer { limiter.release() }
+      defer { limiter.release(ObjectIdentifier(self)) }
       // The claims may have let go of this attempt while it waited, and its task not be cancelled
       // yet (that comes right after the loader's lock): it is no longer the loadable's attempt, so
       // it gives the slot back without calling the data source.

@@ -12,8 +12,12 @@ import Synchronization
 /// comes. A place reserved for an attempt that ends without coming for it is given back when the
 /// loader sees the attempt end (``cancelReservation(_:attempt:)``).
 ///
-/// Each key's loadable runs one attempt at a time, so a key has at most one task waiting here; its
-/// entry (the ticket) and the attempt identify its place.
+/// A key's place is identified by its entry (the ticket) and the attempt. The limit counts keys:
+/// a key's loads share one slot (``State/holders``). A key may have two loads running — a fresh
+/// one beside the one it superseded, or beside a cancelled one whose work has not returned
+/// (SPEC §5) — and the fresh one runs at once on the slot the key holds, without waiting behind
+/// the stale work; the slot goes on when the last of them returns. So at most `limit` keys call
+/// the data source at once, and a key never waits for its own stale load.
 final class LoadLimiter: Sendable {
   typealias Ticket = ObjectIdentifier
   typealias Continuation = UnsafeContinuation<Void, any Error>
@@ -40,8 +44,27 @@ final class LoadLimiter: Sendable {
     /// Reserved places that were given a slot before their tasks came for it.
     var granted: [Waiter] = []
     var order: UInt64 = 0
+    /// The keys whose loads hold a slot, and how many of their loads run on it (more than one
+    /// while a superseded or cancelled load's work has not returned).
+    var holders: [Ticket: Int] = [:]
     /// The most slots taken at once (for tests).
     var peak = 0
+
+    /// A load of `ticket`'s key starts on a slot: the one it was given, or the key's own.
+    mutating func hold(_ ticket: Ticket) {
+      holders[ticket, default: 0] += 1
+    }
+
+    /// A load of `ticket`'s key returned; the last one gives the key's slot back.
+    mutating func leave(_ ticket: Ticket) -> Continuation? {
+      guard let count = holders[ticket] else { return nil }
+      if count > 1 {
+        holders[ticket] = count - 1
+        return nil
+      }
+      holders[ticket] = nil
+      return handOver()
+    }
 
     mutating func take() {
       taken += 1
@@ -56,7 +79,10 @@ final class LoadLimiter: Sendable {
         return nil
       }
       let next = waiting.remove(at: index)
-      if let continuation = next.continuation { return continuation }
+      if let continuation = next.continuation {
+        hold(next.ticket)
+        return continuation
+      }
       granted.append(next)
       return nil
     }
@@ -132,13 +158,16 @@ final class LoadLimiter: Sendable {
   func acquire(_ ticket: Ticket, attempt: UInt64?, priority: ClaimPriority) async throws {
     try await waitForSlot(ticket, attempt: attempt, priority: priority)
     if Task.isCancelled {
-      release()
+      release(ticket)
       throw CancellationError()
     }
   }
 
   private enum Start {
     case run
+    /// Runs on the slot its key holds; the place reserved for it, if it was granted a slot of its
+    /// own, gives that slot to `next`.
+    case share(next: Continuation?)
     case wait
     case cancelled(next: Continuation?)
   }
@@ -149,8 +178,14 @@ final class LoadLimiter: Sendable {
       try await withUnsafeThrowingContinuation { (continuation: Continuation) in
         let start = state.withLock(owner: self) { state -> Start in
           if Task.isCancelled { return .cancelled(next: state.dropReservation(ticket, attempt: attempt)) }
+          // The key's stale load still runs: the fresh one shares its slot, and waits for nothing.
+          if state.holders[ticket] != nil {
+            state.hold(ticket)
+            return .share(next: state.dropReservation(ticket, attempt: attempt))
+          }
           if let index = state.granted.firstIndex(where: { $0.isFor(ticket, attempt: attempt) }) {
             state.granted.remove(at: index)
+            state.hold(ticket)
             return .run
           }
           if let index = state.waiting.firstIndex(where: { $0.continuation == nil && $0.isFor(ticket, attempt: attempt) }) {
@@ -159,9 +194,13 @@ final class LoadLimiter: Sendable {
           }
           if state.taken < state.limit {
             state.take()
+            state.hold(ticket)
             return .run
           }
-          if state.lendGrantedSlot(to: priority) { return .run }
+          if state.lendGrantedSlot(to: priority) {
+            state.hold(ticket)
+            return .run
+          }
           state.order += 1
           state.waiting.append(
             Waiter(ticket: ticket, attempt: attempt, priority: priority, order: state.order, continuation: continuation))
@@ -169,6 +208,9 @@ final class LoadLimiter: Sendable {
         }
         switch start {
         case .run: continuation.resume()
+        case .share(let next):
+          next?.handOff()
+          continuation.resume()
         case .wait: break
         case .cancelled(let next):
           next?.handOff()
@@ -176,10 +218,11 @@ final class LoadLimiter: Sendable {
         }
       }
     } onCancel: {
-      // This key's one task waiting here, if it is waiting yet (otherwise it sees the cancellation
-      // under the lock above).
+      // This attempt's task waiting here, if it is waiting yet (otherwise it sees the cancellation
+      // under the lock above); not another attempt of the same key.
       let removed = state.withLock(owner: self) { state -> Waiter? in
-        guard let index = state.waiting.firstIndex(where: { $0.ticket == ticket && $0.continuation != nil }) else {
+        guard let index = state.waiting.firstIndex(where: { $0.continuation != nil && $0.isFor(ticket, attempt: attempt) })
+        else {
           return nil
         }
         return state.waiting.remove(at: index)
@@ -188,9 +231,10 @@ final class LoadLimiter: Sendable {
     }
   }
 
-  /// Gives the slot to the most urgent waiter, if any.
-  func release() {
-    let next = state.withLock(owner: self) { $0.handOver() }
+  /// A load of `ticket`'s key returned: the key's slot goes to the most urgent waiter, if any,
+  /// once none of the key's loads runs any more.
+  func release(_ ticket: Ticket) {
+    let next = state.withLock(owner: self) { $0.leave(ticket) }
     next?.handOff()
   }
 
