@@ -89,6 +89,9 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
   case handlersAreReleased
   /// The last reference to the loadable goes: its content goes with it.
   case theHolderReleasesItsContent
+  /// A refresh supersedes a key's running load whose work ignores cancellation: the value that
+  /// work returns at last is dropped (SPEC §5), after the loader's and the key's locks.
+  case aSupersededKeysValueIsDropped
 
   func run() async {
     do {
@@ -206,6 +209,32 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
         _ = try await first.value
       }
       await expect("the content outlived its loadable") { fixture.released.count == 1 }
+
+    case .aSupersededKeysValueIsDropped:
+      typealias Thumbnails = ContentLoader<Int, CallsBack, Int>
+      let loaders = WeakHolder<Thumbnails>()
+      let released = Counter()
+      let control = ControlledLoad<Int>(ignoresCancellation: true)
+      let loader = Thumbnails(idleTimeout: nil) { key in
+        let tag = try await control.operation()
+        // Its deinit reads the loader and the key's loadable, which take their locks.
+        let value = CallsBack(tag) { [loaders] in
+          _ = loaders.object?.snapshot(for: key)
+          _ = loaders.object?.loadable(for: key).loadStatus
+          released.increment()
+        }
+        return (value, tag)
+      }
+      loaders.set(loader)
+      let claim = loader.begin(1)
+      try await control.waitForStart(1)
+      loader.refresh(1)
+      try await control.waitForStart(2)
+      control.resolve(99)  // the superseded work returns at last, with a newer version: dropped
+      await expect("the superseded load's value was not released") { released.count == 1 }
+      control.resolve(2)
+      await expect("the fresh value did not land") { claim.snapshot.value?.tag == 2 }
+      claim.end()
     }
   }
 }
