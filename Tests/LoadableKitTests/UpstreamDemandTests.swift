@@ -214,6 +214,13 @@ struct KeyedUpstreamDemandTests {
 
     var waitingForASlot: Int { items.limiter?.waitingCount ?? 0 }
 
+    /// Whether anybody's demand is still recorded on `key`'s load (nobody waits for it any more
+    /// once it loaded).
+    func demandIsLeftOn(_ key: String) -> Bool {
+      guard let entry = items.loadable(for: key) as? ContentLoader<String, String, Int>.KeyedLoadable else { return true }
+      return items.withState { _ in entry.waiting != nil }
+    }
+
     /// The item loads started after the busy one, once `count` of them did.
     func startedAfterBusy(_ count: Int) async -> [String] {
       await eventually { started.count == count + 1 }
@@ -273,6 +280,32 @@ struct KeyedUpstreamDemandTests {
     busy.end()
   }
 
+  /// The same through declared dependencies: the thumbnail key's loadable depends on its item
+  /// and on a style (`addDependency`), which its attempt awaits as a dependency group, not with
+  /// calls.
+  @Test func aDeclaredDependencyIsRankedByItsDependentsDemandToo() async throws {
+    let rows = Rows()
+    let busy = rows.items.begin("busy")
+    try await rows.busy.waitForStart()
+    let declared = ContentLoader<String, String, Int>(idleTimeout: nil) { key in ("thumbnail of \(key)", 1) }
+    let row = declared.loadable(for: "t")  // held: the dependency is the loadable's
+    row.addDependency(rows.items.loadable(for: "item t"))
+    let style = AsyncLoadable<String>(name: "style") { "style" }
+    row.addDependency(style)
+    let prefetch = declared.prefetch(["t"])
+    await eventually { rows.waitingForASlot == 1 }
+    let visible = rows.items.begin("item v")
+    rows.busy.resolve(())
+    #expect(await rows.startedAfterBusy(2) == ["item v", "item t"])
+    await eventually { declared.snapshot(for: "t")?.status == .loaded }
+    #expect(rows.items.loadable(for: "item t").loadStatus == .loaded)
+    #expect(!rows.demandIsLeftOn("item t"))
+    _ = row
+    visible.end()
+    prefetch.cancel()
+    busy.end()
+  }
+
   /// A plain caller of an item waits at the visible rank, as before: a prefetch-only dependent
   /// does not lower it.
   @Test func aPlainCallerKeepsTheUpstreamVisible() async throws {
@@ -287,6 +320,8 @@ struct KeyedUpstreamDemandTests {
     rows.busy.resolve(())
     #expect(await rows.startedAfterBusy(2) == ["item t", "item v"])
     #expect(try await caller.value == "item t")
+    await eventually { rows.thumbnails.snapshot(for: "t")?.status == .loaded }
+    #expect(!rows.demandIsLeftOn("item t"))
     visible.end()
     prefetch.cancel()
     busy.end()

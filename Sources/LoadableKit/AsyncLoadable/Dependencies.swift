@@ -458,6 +458,10 @@ protocol DependencyNode: Loadable {
   func joinAsDependent(
     _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64, group: DependencyGroup, index: Int)
   func withdrawWaiter(_ waiterID: UInt64)
+  /// A dependent's attempt is about to wait for this node: whether the node wants to hear when
+  /// the wait ends (``AsyncLoadable/callerWillWait(_:)``).
+  func callerWillWait(_ context: AttemptContext?) -> Bool
+  func callerStoppedWaiting(_ context: AttemptContext?)
   /// The answer to `request` when it needs no waiting (``LoadStateMachine/immediate(_:needsSync:)``),
   /// or `nil`.
   func immediateAnswer(to request: LoadRequest) -> Result<LoadDelivery, any Error>?

@@ -32,10 +32,12 @@ final class DependencyGroup: AttemptDriver {
   typealias Deliveries = InlineFirstArray<LoadDelivery>
 
   /// The wait on one node: its request until its waiter is registered, then the waiter's
-  /// identifier until it is answered or withdrawn.
+  /// identifier until it is answered or withdrawn, and whether the node ranks its load by the
+  /// demand of those who wait (``AsyncLoadable/callerWillWait(_:)``: it is then told when the wait
+  /// ends).
   private enum Wait {
     case unregistered(LoadRequest)
-    case pending(waiterID: UInt64)
+    case pending(waiterID: UInt64, ranked: Bool)
     case answered
 
     var isPending: Bool {
@@ -246,12 +248,16 @@ final class DependencyGroup: AttemptDriver {
       let waiterID = nextUniqueID()
       let request = state.withLock(owner: self) { state -> LoadRequest? in
         guard !state.isDecided, case .unregistered(let request) = state.waits[index] else { return nil }
-        state.waits[index] = .pending(waiterID: waiterID)
+        state.waits[index] = .pending(waiterID: waiterID, ranked: false)
         return request
       }
       guard let request else {
         dropUnregistered(from: index)
         return
+      }
+      // Nothing arrives before the waiter joins: the flag is set before anyone can read it.
+      if node.callerWillWait(context) {
+        state.withLock(owner: self) { $0.waits[index] = .pending(waiterID: waiterID, ranked: true) }
       }
       node.joinAsDependent(request, from: context, waiterID: waiterID, group: self, index: index)
       // Decided while the waiter was being registered: the decision may have withdrawn the waits
@@ -269,9 +275,14 @@ final class DependencyGroup: AttemptDriver {
   /// leaves its attempt's context with its last edge.
   func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
     var noEdgesLeft = false
-    defer { if noEdgesLeft { context.endWaits(of: self) } }
+    var ranked = false
+    defer {
+      if ranked { nodes[index].callerStoppedWaiting(context) }
+      if noEdgesLeft { context.endWaits(of: self) }
+    }
     let decision = state.withLock(owner: self) { state -> Decision? in
-      guard state.waits[index].isPending else { return nil }
+      guard case .pending(_, let isRanked) = state.waits[index] else { return nil }
+      ranked = isRanked
       state.waits[index] = .answered
       state.unanswered -= 1
       noEdgesLeft = state.unanswered == 0
@@ -315,7 +326,7 @@ final class DependencyGroup: AttemptDriver {
     var withdrawn: [(index: Int, waiterID: UInt64)] = []
     if state.unanswered > 0 {
       for (index, wait) in state.waits.enumerated() {
-        if case .pending(let waiterID) = wait { withdrawn.append((index, waiterID)) }
+        if case .pending(let waiterID, _) = wait { withdrawn.append((index, waiterID)) }
       }
     }
     // Moved out, not copied and then cleared (a retain and a release of the attempt and probe).
