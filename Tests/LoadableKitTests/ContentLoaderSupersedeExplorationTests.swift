@@ -95,3 +95,58 @@ struct ContentLoaderSupersedeExplorationTests {
     }
   }
 }
+
+/// Demand flowing to keyed upstreams (SPEC §5) in seeded interleavings: thumbnails prefetched,
+/// claimed, raised, lowered and ended while their items wait under a limit of 1. However the
+/// steps interleave, every claim kept ends loaded, and no demand, slot or place is left behind.
+@Suite("Keyed upstream demand schedule exploration", .timeLimit(.minutes(5)))
+struct KeyedUpstreamDemandExplorationTests {
+  typealias Loader = ContentLoader<Int, String, Int>
+
+  @Test func demandIsRecordedAndForgottenWhateverTheOrder() {
+    explore { executor, generator in
+      let items = Loader(idleTimeout: nil, maximumConcurrentLoads: 1) { key in
+        await Task.yield()
+        return ("item \(key)", 1)
+      }
+      let thumbnails = Loader(idleTimeout: nil) { key in
+        ("thumbnail of " + (try await items.loadable(for: key % 2).fetch()), 1)
+      }
+      let kept = Recorder<Loader.Claim>()
+      let prefetches = Recorder<Loader.Prefetch>()
+      for key in 0..<4 {
+        let priority = ClaimPriority.allCases.randomElement(using: &generator)!
+        let changed = Bool.random(using: &generator) ? ClaimPriority.allCases.randomElement(using: &generator)! : nil
+        let delays = (0..<3).map { _ in Int.random(in: 0...3, using: &generator) }
+        let prefetched = Bool.random(using: &generator)
+        let keep = Bool.random(using: &generator)
+        executor.spawn {
+          if prefetched { prefetches.append(thumbnails.prefetch([key])) }
+          await yields(delays[0])
+          let claim = thumbnails.begin(key, priority: priority)
+          await yields(delays[1])
+          if let changed { claim.priority = changed }
+          await yields(delays[2])
+          if keep { kept.append(claim) } else { claim.end() }
+        }
+      }
+      return {
+        var problems: [String] = []
+        for claim in kept.values where claim.snapshot.value != "thumbnail of item \(claim.key % 2)" {
+          problems.append("kept claim on \(claim.key) shows \(claim.snapshot.status)")
+        }
+        for key in 0..<2 {
+          guard let entry = items.loadable(for: key) as? Loader.KeyedLoadable else { continue }
+          if items.withState({ _ in entry.waiting != nil }) { problems.append("demand left on item \(key)") }
+          if items.snapshot(for: key)?.status == .loading { problems.append("item \(key) still loading") }
+        }
+        if let limiter = items.limiter, limiter.takenCount != 0 || limiter.waitingCount != 0 {
+          problems.append("limiter left \(limiter.takenCount) taken, \(limiter.waitingCount) waiting")
+        }
+        for claim in kept.values { claim.end() }
+        for prefetch in prefetches.values { prefetch.cancel() }
+        return problems
+      }
+    }
+  }
+}
