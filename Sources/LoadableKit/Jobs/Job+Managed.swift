@@ -10,9 +10,9 @@ enum ManagedJobDelivery: Sendable {
 /// The side of a ``Job`` that a ``JobManager`` uses: its JSON form with the checkpoint generation
 /// it holds, the durability barrier, and an observer that also hears of checkpoints.
 protocol ManageableJob: JobHandle {
-  /// The JSON form (or why it does not encode) and the generation of the checkpoint in it, read in
-  /// one step.
-  func persistentForm() -> (data: Result<Data, JobError>, generation: UInt64)
+  /// The JSON form (or why it does not encode) with the job's place in its manager, and the
+  /// generation of the checkpoint in it, read in one step.
+  func persistentForm(addedSequence: Int) -> (data: Result<Data, JobError>, generation: UInt64)
   func requireDurability(_ required: Bool)
   func markDurable(_ generation: UInt64)
   func addManagerObserver(_ handler: @escaping @Sendable (ManagedJobDelivery) -> Void) -> UInt64
@@ -20,10 +20,10 @@ protocol ManageableJob: JobHandle {
 }
 
 extension Job: ManageableJob {
-  func persistentForm() -> (data: Result<Data, JobError>, generation: UInt64) {
+  func persistentForm(addedSequence: Int) -> (data: Result<Data, JobError>, generation: UInt64) {
     let generation = state.withLock(owner: self) { $0.checkpointGeneration }
     do {
-      let (data, encoded) = try encodeJSON()
+      let (data, encoded) = try encodeJSON(addedSequence: addedSequence)
       return (.success(data), encoded)
     } catch let error as JobError {
       return (.failure(error), generation)

@@ -31,6 +31,12 @@ enum JobJSON {
   /// such rather than as a field that does not decode.
   private struct SchemaProbe: Decodable { var schemaVersion: Int }
   private struct KindProbe: Decodable { var kind: String }
+  private struct OrderProbe: Decodable { var addedSequence: Int? }
+
+  /// The place in its manager that a restored job's record holds, or `nil` when it holds none.
+  static func addedSequence(of data: Data) -> Int? {
+    (try? decoder().decode(OrderProbe.self, from: data))?.addedSequence
+  }
 
   /// Checks the schema version and returns the kind.
   ///
@@ -179,6 +185,10 @@ struct JobEnvelope<Work: JobWork>: Codable {
   /// How many messages were dropped; absent in JSON written before messages were capped.
   var droppedMessageCount: Int?
   var error: PersistedJobError?
+  /// The job's place in its ``JobManager``: the manager's records count the jobs in the order they
+  /// were added. Absent in a job's own JSON form and in records written before the manager kept
+  /// the order.
+  var addedSequence: Int?
 }
 
 /// A failed job's error, as far as JSON can hold it.

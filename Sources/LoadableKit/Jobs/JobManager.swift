@@ -23,9 +23,9 @@ import Synchronization
 /// job.start()
 /// ```
 ///
-/// Creating a manager restores every job in the store: unfinished jobs come back
-/// ``JobStatus/paused`` (``JobStatus/notStarted`` if they never started), finished ones in their
-/// terminal state. Records it cannot restore are reported in ``restoreProblems`` and the other
+/// Creating a manager restores every job in the store, in the order they were added: unfinished
+/// jobs come back ``JobStatus/paused`` (``JobStatus/notStarted`` if they never started), finished
+/// ones in their terminal state. Records it cannot restore are reported in ``restoreProblems`` and the other
 /// jobs load all the same.
 ///
 /// ``jobs`` is observable, and ``events`` reports additions, removals, every job's changes and
@@ -47,6 +47,8 @@ public final class JobManager: @unchecked Sendable {
 
   private struct State {
     var entries: [Entry] = []
+    /// The place the next job added gets: one more than every place held so far.
+    var nextSequence = 0
     var eventContinuations: [UInt64: AsyncStream<JobManagerEvent>.Continuation] = [:]
   }
 
@@ -54,10 +56,14 @@ public final class JobManager: @unchecked Sendable {
   final class Entry: Sendable {
     let id: String
     let job: any ManageableJob
+    /// The job's place in the manager, stored in its record (`addedSequence`) so that a restore
+    /// brings the jobs back in the order they were added.
+    let sequence: Int
     let writer = Mutex(Writer())
-    init(id: String, job: any ManageableJob) {
+    init(id: String, job: any ManageableJob, sequence: Int) {
       self.id = id
       self.job = job
+      self.sequence = sequence
     }
   }
 
@@ -86,12 +92,12 @@ public final class JobManager: @unchecked Sendable {
     self.clock = clock
     self.saveInterval = saveInterval
     var problems: [JobRestoreProblem] = []
-    var restored: [Entry] = []
+    var found: [(id: String, job: any ManageableJob, sequence: Int?)] = []
     for record in try store.loadAll() {
       do {
         let data = try record.data.get()
         guard let job = try registry.job(fromJSON: data) as? any ManageableJob else { continue }
-        restored.append(Entry(id: record.id, job: job))
+        found.append((record.id, job, JobJSON.addedSequence(of: data)))
       } catch let error as JobError {
         let setAside = error.code == .truncated || error.code == .malformed
         var moved = false
@@ -107,8 +113,33 @@ public final class JobManager: @unchecked Sendable {
       }
     }
     restoreProblems = problems
-    state.withLock(owner: self) { $0.entries = restored }
+    // The order the jobs were added in; records written before the manager kept it come after, in
+    // the store's order, and get their places now (they are stored again with them below).
+    let ordered = found.enumerated().sorted { a, b in
+      switch (a.element.sequence, b.element.sequence) {
+      case let (x?, y?): x != y ? x < y : a.offset < b.offset
+      case (_?, nil): true
+      case (nil, _?): false
+      case (nil, nil): a.offset < b.offset
+      }
+    }.map(\.element)
+    var next = (ordered.compactMap(\.sequence).max() ?? -1) + 1
+    var restored: [Entry] = []
+    var unplaced: [Entry] = []
+    for (id, job, sequence) in ordered {
+      let entry = Entry(id: id, job: job, sequence: sequence ?? next)
+      if sequence == nil {
+        next += 1
+        unplaced.append(entry)
+      }
+      restored.append(entry)
+    }
+    state.withLock(owner: self) { [next] state in
+      state.entries = restored
+      state.nextSequence = next
+    }
     for entry in restored { adopt(entry) }
+    for entry in unplaced { save(entry) }
   }
 
   /// Creates a manager over a ``DirectoryJobStore`` in `directory` and restores every job in it.
@@ -132,7 +163,7 @@ public final class JobManager: @unchecked Sendable {
 
   // MARK: - The jobs
 
-  /// The jobs the manager holds, in the order they were restored or added. Observable.
+  /// The jobs the manager holds, in the order they were added, also after a restore. Observable.
   public var jobs: [ManagedJob] {
     registrar.access(self, keyPath: \.jobs)
     return state.withLock(owner: self) { $0.entries.map { ManagedJob(id: $0.id, job: $0.job) } }
@@ -158,13 +189,15 @@ public final class JobManager: @unchecked Sendable {
     guard let job = job as? any ManageableJob else {
       throw JobError(code: .unknownJob, message: "only a Job can be managed")
     }
-    let entry = Entry(id: UUID().uuidString, job: job)
-    let added = state.withLock(owner: self) { state -> Bool in
-      guard !state.entries.contains(where: { $0.job === job }) else { return false }
+    let id = UUID().uuidString
+    let entry = state.withLock(owner: self) { state -> Entry? in
+      guard !state.entries.contains(where: { $0.job === job }) else { return nil }
+      let entry = Entry(id: id, job: job, sequence: state.nextSequence)
+      state.nextSequence += 1
       state.entries.append(entry)
-      return true
+      return entry
     }
-    guard added else { throw JobError(code: .unknownJob, message: "the manager already holds this job") }
+    guard let entry else { throw JobError(code: .unknownJob, message: "the manager already holds this job") }
     // Watch first, then save: a checkpoint the work saves meanwhile is in this save or the next,
     // and its pause points wait for it either way.
     adopt(entry)
@@ -341,7 +374,7 @@ public final class JobManager: @unchecked Sendable {
         if removed {
           try store.remove(id: entry.id)
         } else {
-          let (data, generation) = entry.job.persistentForm()
+          let (data, generation) = entry.job.persistentForm(addedSequence: entry.sequence)
           defer { entry.job.markDurable(generation) }  // a failed save must not hold the work forever
           try store.save(try data.get(), id: entry.id)
         }
