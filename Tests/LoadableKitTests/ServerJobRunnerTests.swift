@@ -102,6 +102,40 @@ struct ServerJobRunnerTests {
     _ = manager
   }
 
+  /// Issue 29: `pauseAll()` as the app goes to the background returns while a server job waits
+  /// for its next poll: its checkpoint is stored, and nothing needs to finish. It used to wait
+  /// out the delay (2 s here; up to the schedule's cap).
+  @Test func pauseAllDoesNotWaitOutAServerJobsPollDelay() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    let store = ServerJobTestStore()
+    let manager = try JobManager(registry: registry, store: store, clock: TestClock())
+    let job = Job(work, options: JobOptions(clock: clock))
+    let id = try manager.add(job).id
+    server.update {
+      $0.state = .executing
+      $0.post("Packaging the basemap")
+    }
+    job.start()
+    try await expectSleep(until: 1)  // the first poll; the next is due at 3
+    try await clock.waitForSleepers(1)
+    try await bounded { await manager.pauseAll() }  // the clock does not move
+    #expect(clock.now == TestClock.Instant(offset: .seconds(1)))
+    #expect(job.status == .paused)
+    let restored = try Job<RemoteWork>.fromJSON(try #require(store.records[id]), options: JobOptions(clock: clock))
+    #expect(restored.status == .paused)
+    #expect(restored.checkpoint == job.checkpoint)
+    #expect(restored.serverMessages == ["Packaging the basemap"])
+    // The wait then ends, and the paused job parks without polling.
+    await clock.advance(to: TestClock.Instant(offset: .seconds(3)))
+    #expect(server.requests("status") == 1)
+    await job.cancel()
+    #expect(server.requests("status") == 1)
+  }
+
   @Test func postsEachServerMessageOnceAcrossPolls() async throws {
     let (job, server) = makeJob()
     server.update {

@@ -105,6 +105,16 @@ extension Job: JobContextHost {
   }
 
   @usableFromInline
+  func beginIdleWait(_ id: UInt64) {
+    perform(withState { $0.beginIdleWait(id) })
+  }
+
+  @usableFromInline
+  func endIdleWait(_ id: UInt64) {
+    withState { $0.endIdleWait(id) }
+  }
+
+  @usableFromInline
   nonisolated(nonsending) func parkAtPausePoint() async throws {
     let id = nextJobWaiterID()
     try await withTaskCancellationHandler {

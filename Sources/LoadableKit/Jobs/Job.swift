@@ -256,7 +256,8 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// Returns at once unless the job is ``JobStatus/paused`` with its work still running. Otherwise
   /// it returns when the work parks at ``JobContext/pausePoint()``, or when the job is resumed,
   /// cancelled or finishes, or when the calling task is cancelled. A job waiting out a
-  /// transient-error backoff counts as parked.
+  /// transient-error backoff counts as parked, and so does a server job waiting for its next poll
+  /// (``ServerJobRunner``): its checkpoint cannot change before its next pause point.
   ///
   /// ```swift
   /// job.pause()

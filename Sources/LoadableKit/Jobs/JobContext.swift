@@ -70,6 +70,23 @@ public struct JobContext<Checkpoint: Codable & Sendable>: Sendable {
     host.post(JobMessage(text, severity: severity, source: source))
   }
 
+  /// Waits `delay` on `clock` between units of work, at a point the job can be stored from: a
+  /// paused job counts as parked during the wait (see ``Job/waitUntilParked()``), so
+  /// ``JobManager/pauseAll()`` does not wait it out. The work must not save a checkpoint between
+  /// the wait and its next ``pausePoint()``.
+  ///
+  /// - Throws: `CancellationError` when the calling task is cancelled.
+  nonisolated(nonsending) func waitBetweenUnits(for delay: Duration, on clock: any Clock<Duration>) async throws {
+    let id = nextJobWaiterID()
+    host.beginIdleWait(id)
+    defer { host.endIdleWait(id) }
+    try await Self.sleep(on: clock, for: delay)
+  }
+
+  private static func sleep<C: Clock<Duration>>(on clock: C, for delay: Duration) async throws {
+    try await clock.sleep(for: delay)
+  }
+
   /// A point between units of work where the job may pause or stop.
   ///
   /// Returns at once while the job runs. While it is paused, waits until ``Job/start()`` resumes
@@ -97,4 +114,7 @@ protocol JobContextHost<Checkpoint>: AnyObject, Sendable {
   func post(_ message: JobMessage)
   /// The slow path of ``JobContext/pausePoint()``: parks while paused, throws once cancelled.
   nonisolated(nonsending) func parkAtPausePoint() async throws
+  /// The work begins (ends) a wait between units at a point the job can be stored from.
+  func beginIdleWait(_ id: UInt64)
+  func endIdleWait(_ id: UInt64)
 }

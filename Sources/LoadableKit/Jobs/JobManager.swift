@@ -223,6 +223,11 @@ public final class JobManager: @unchecked Sendable {
 
   /// Pauses every running job, waits until each one's work is parked at a pause point, and
   /// stores them all, so each is saved exactly at its last checkpoint.
+  ///
+  /// It returns as soon as each job is at a point it can be stored from, so the wait is bounded
+  /// by the longest unit of work in flight: a job waiting out a transient-error backoff, and a
+  /// server job waiting for its next poll (``ServerJobRunner``), count as parked, and the delay
+  /// is not waited out. Call it when the app goes to the background.
   nonisolated(nonsending) public func pauseAll() async {
     let entries = state.withLock(owner: self) { $0.entries }
     for entry in entries { entry.job.pause() }

@@ -94,6 +94,9 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private(set) var activity: Activity = .idle
   private var runID: UInt64 = 0
   private var parked: [UInt64: Park] = [:]
+  /// The work's waits between units at a point the job can be stored from (a server job's wait
+  /// for its next poll): a paused job counts as parked during them.
+  private var idleWaits: Set<UInt64> = []
   private var settleWaiters: [UInt64: SettleWaiter] = [:]
   private var observers = JobObservers<Output>()
   /// Whether a store must confirm each checkpoint before the work goes past its next pause point
@@ -140,8 +143,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// `output` wait in the run's attempt).
   var waiterCount: Int { parked.count + settleWaiters.count }
 
-  /// Paused with work in progress that has not reached a pause point yet.
-  var isUnsettled: Bool { status == .paused && activity == .running && parked.isEmpty }
+  /// Paused with work in progress that has not reached a pause point (or an idle wait) yet.
+  var isUnsettled: Bool { status == .paused && activity == .running && parked.isEmpty && idleWaits.isEmpty }
 
   // MARK: - Lifecycle
 
@@ -269,6 +272,21 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   mutating func endBackoff(runID: UInt64) {
     if runID == self.runID, activity == .backingOff { activity = .running }
+  }
+
+  // MARK: - Idle waits
+
+  /// The work begins a wait between units at a point the job can be stored from: until it ends,
+  /// the job counts as parked (its checkpoint cannot change).
+  mutating func beginIdleWait(_ id: UInt64) -> Effects {
+    var effects = Effects()
+    idleWaits.insert(id)
+    settle(&effects)
+    return effects
+  }
+
+  mutating func endIdleWait(_ id: UInt64) {
+    idleWaits.remove(id)
   }
 
   // MARK: - The context

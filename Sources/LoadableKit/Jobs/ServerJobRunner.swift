@@ -30,8 +30,9 @@
 /// - **Messages and progress.** Each server message is posted once as a ``JobMessage`` with the
 ///   source ``serverMessageSource``: the checkpoint keeps the highest message number posted,
 ///   across polls, retries and restores. The server's progress is the job's.
-/// - **Pause.** A paused job stops polling at its next poll (the wait in progress ends first)
-///   while the server goes on; ``Job/start()`` asks for the status at once, so a job that
+/// - **Pause.** A paused job stops polling at its next poll while the server goes on; it counts
+///   as parked while it waits for that poll (``Job/waitUntilParked()`` and
+///   ``JobManager/pauseAll()`` return at once); ``Job/start()`` asks for the status at once, so a job that
 ///   finished on the server meanwhile is not submitted again: its result is fetched.
 /// - **Cancel.** ``Job/cancel()`` cancels the run's task; the runner then asks the server to
 ///   cancel the job, from a task that is not cancelled, and waits for the answer before the job
@@ -140,7 +141,9 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
     while true {
       if !pollNow {
         polls += 1
-        try await Self.sleep(on: clock, for: pollSchedule.delay(forAttempt: polls))
+        // Nothing is saved between this wait and the pause point after it: a paused job counts as
+        // parked while it waits, so `pauseAll()` need not wait it out.
+        try await context.waitBetweenUnits(for: pollSchedule.delay(forAttempt: polls), on: clock)
       }
       pollNow = false
       let wasPaused = !context.signals.isRunning
@@ -211,10 +214,6 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
         source: Self.messageSource)
     }
     return CancellationError()
-  }
-
-  private static func sleep<C: Clock<Duration>>(on clock: C, for delay: Duration) async throws {
-    try await clock.sleep(for: delay)
   }
 }
 
