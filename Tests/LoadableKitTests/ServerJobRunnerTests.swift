@@ -136,6 +136,27 @@ struct ServerJobRunnerTests {
     #expect(server.requests("status") == 1)
   }
 
+  /// Issue 29: a job resumed while it waits for its next poll polls at once, and its schedule
+  /// starts over (pause and start at t=2 while waiting for the t=3 poll: a poll at 2, then 1 s).
+  @Test func aResumeDuringAPollWaitPollsAtOnceAndStartsTheScheduleOver() async throws {
+    let (job, server) = makeJob()
+    job.start()
+    server.update { $0.state = .executing }
+    try await expectSleep(until: 1)  // the first poll; the next is due at 3
+    try await clock.waitForSleepers(1)
+    await clock.advance(to: TestClock.Instant(offset: .seconds(2)))
+    job.pause()
+    await job.waitUntilParked()  // the wait counts as parked
+    job.start()
+    try await bounded { await server.statusRequest(2).wait() }  // at 2, not at 3
+    #expect(clock.now == TestClock.Instant(offset: .seconds(2)))
+    try await expectSleep(until: 3)  // the first delay again: 1 s
+    try await clock.waitForSleepers(1)
+    #expect(server.requests("status") == 3)
+    #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(5))], "then 2 s")
+    await job.cancel()
+  }
+
   @Test func postsEachServerMessageOnceAcrossPolls() async throws {
     let (job, server) = makeJob()
     server.update {
@@ -172,6 +193,7 @@ struct ServerJobRunnerTests {
     }
     job.start()
     try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)  // polled, and waits for the t=3 poll (not a pause before the poll)
     job.pause()
     try await expectSleep(until: 3)  // the wait in progress ends, then the work parks
     await job.waitUntilParked()

@@ -111,7 +111,22 @@ extension Job: JobContextHost {
 
   @usableFromInline
   func endIdleWait(_ id: UInt64) {
-    withState { $0.endIdleWait(id) }
+    state.withLock(owner: self) { $0.endIdleWait(id) }?.handOff()
+  }
+
+  @usableFromInline
+  nonisolated(nonsending) func waitForIdleWake(_ id: UInt64) async {
+    await withTaskCancellationHandler {
+      defer { ContinuationHandoff.awaited() }
+      await withUnsafeContinuation { (continuation: Machine.SettleWaiter) in
+        let now = state.withLock(owner: self) {
+          $0.awaitIdleWake(id, continuation, taskIsCancelled: Task.isCancelled)
+        }
+        if now { continuation.resume() }
+      }
+    } onCancel: {
+      state.withLock(owner: self) { $0.takeIdleWake(id) }?.handOff()
+    }
   }
 
   @usableFromInline

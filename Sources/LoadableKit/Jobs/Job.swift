@@ -318,6 +318,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     for park in effects.resumeParked { park.handOff() }
     for park in effects.cancelParked { park.handOff(throwing: CancellationError()) }
     for waiter in effects.settled { waiter.handOff() }
+    for waiter in effects.wakeIdle { waiter.handOff() }
     if let result = effects.result { run.conclude(with: result) }
     if let runID = effects.launch { launch(runID) }
     _ = consume effects  // (4) the released values, last

@@ -45,6 +45,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     var resumeParked: [Park] = []
     var cancelParked: [Park] = []
     var settled: [SettleWaiter] = []
+    /// Idle waits that a resume ended.
+    var wakeIdle: [SettleWaiter] = []
     /// How the job ended: the run's attempt is concluded with it.
     var result: Result<Output, any Error>?
     var launch: UInt64?
@@ -95,8 +97,15 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private var runID: UInt64 = 0
   private var parked: [UInt64: Park] = [:]
   /// The work's waits between units at a point the job can be stored from (a server job's wait
-  /// for its next poll): a paused job counts as parked during them.
-  private var idleWaits: Set<UInt64> = []
+  /// for its next poll): a paused job counts as parked during them, and a resume ends them.
+  private var idleWaits: [UInt64: IdleWait] = [:]
+
+  /// One wait between units: whether a resume ended it, and the continuation of the child task
+  /// that waits for that resume.
+  struct IdleWait: Sendable {
+    var woken = false
+    var waiter: SettleWaiter?
+  }
   private var settleWaiters: [UInt64: SettleWaiter] = [:]
   private var observers = JobObservers<Output>()
   /// Whether a store must confirm each checkpoint before the work goes past its next pause point
@@ -158,9 +167,12 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
       setStatus(.started, &effects)
       if activity == .idle {
         launch(&effects)
-      } else if !awaitingDurability {
-        effects.resumeParked = Array(parked.values)
-        parked.removeAll()
+      } else {
+        if !awaitingDurability {
+          effects.resumeParked = Array(parked.values)
+          parked.removeAll()
+        }
+        wakeIdleWaits(&effects)  // a server job waiting for its next poll polls at once
       }
     case .started, .canceling, .succeeded, .failed:
       return (false, effects)
@@ -280,13 +292,42 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// the job counts as parked (its checkpoint cannot change).
   mutating func beginIdleWait(_ id: UInt64) -> Effects {
     var effects = Effects()
-    idleWaits.insert(id)
+    idleWaits[id] = IdleWait()
     settle(&effects)
     return effects
   }
 
-  mutating func endIdleWait(_ id: UInt64) {
-    idleWaits.remove(id)
+  /// The wait ended; hands back the continuation of its resume waiter if something left it there
+  /// (the caller resumes it: every continuation is resumed once).
+  mutating func endIdleWait(_ id: UInt64) -> SettleWaiter? {
+    idleWaits.removeValue(forKey: id)?.waiter
+  }
+
+  /// The idle wait `id` waits for a resume. Returns `true` when it must not wait: it was resumed
+  /// already, it ended, or the waiting task is cancelled.
+  mutating func awaitIdleWake(_ id: UInt64, _ waiter: SettleWaiter, taskIsCancelled: Bool) -> Bool {
+    guard !taskIsCancelled, let wait = idleWaits[id], !wait.woken else { return true }
+    idleWaits[id]?.waiter = waiter
+    return false
+  }
+
+  /// The task waiting for the resume of idle wait `id` was cancelled: hands back its continuation
+  /// unless something already resumed it.
+  mutating func takeIdleWake(_ id: UInt64) -> SettleWaiter? {
+    let waiter = idleWaits[id]?.waiter
+    idleWaits[id]?.waiter = nil
+    return waiter
+  }
+
+  /// A resume ends every idle wait in progress.
+  private mutating func wakeIdleWaits(_ effects: inout Effects) {
+    for id in idleWaits.keys {
+      idleWaits[id]?.woken = true
+      if let waiter = idleWaits[id]?.waiter {
+        effects.wakeIdle.append(waiter)
+        idleWaits[id]?.waiter = nil
+      }
+    }
   }
 
   // MARK: - The context

@@ -26,7 +26,8 @@
 /// - **Poll.** It asks for the status after each delay of ``pollSchedule`` on ``clock`` (by
 ///   default 1 s, 2 s, 4 s … up to 30 s): the longer the job runs, the less often. A run that
 ///   starts from a checkpoint (a job restored from JSON, or a retry after a transient error)
-///   and a job resumed after ``Job/pause()`` ask at once, and the schedule starts over.
+///   and a job resumed after ``Job/pause()`` ask at once, and the schedule starts over — also
+///   when the resume comes in the middle of the wait for the next poll, which it ends.
 /// - **Messages and progress.** Each server message is posted once as a ``JobMessage`` with the
 ///   source ``serverMessageSource``: the checkpoint keeps the highest message number posted,
 ///   across polls, retries and restores. The server's progress is the job's.
@@ -142,8 +143,9 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
       if !pollNow {
         polls += 1
         // Nothing is saved between this wait and the pause point after it: a paused job counts as
-        // parked while it waits, so `pauseAll()` need not wait it out.
-        try await context.waitBetweenUnits(for: pollSchedule.delay(forAttempt: polls), on: clock)
+        // parked while it waits, so `pauseAll()` need not wait it out. A resume during the wait
+        // ends it: the poll is at once, and the schedule starts over.
+        if try await context.waitBetweenUnits(for: pollSchedule.delay(forAttempt: polls), on: clock) { polls = 0 }
       }
       pollNow = false
       let wasPaused = !context.signals.isRunning
