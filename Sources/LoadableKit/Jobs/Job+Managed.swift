@@ -13,6 +13,9 @@ protocol ManageableJob: JobHandle {
   /// The JSON form (or why it does not encode) with the job's place in its manager, and the
   /// generation of the checkpoint in it, read in one step.
   func persistentForm(addedSequence: Int) -> (data: Result<Data, JobError>, generation: UInt64)
+  /// A manager takes the job under `id` (or lets it go, with `nil`); `false` when another manager
+  /// holds it.
+  func claimManagedID(_ id: String?) -> Bool
   func requireDurability(_ required: Bool)
   func markDurable(_ generation: UInt64)
   func addManagerObserver(_ handler: @escaping @Sendable (ManagedJobDelivery) -> Void) -> UInt64
@@ -30,6 +33,10 @@ extension Job: ManageableJob {
     } catch {
       return (.failure(JobError(code: .encodingFailed, message: "\(error)", underlyingError: error)), generation)
     }
+  }
+
+  func claimManagedID(_ id: String?) -> Bool {
+    state.withLock(owner: self) { $0.claimManagedID(id) }
   }
 
   func requireDurability(_ required: Bool) {

@@ -159,6 +159,19 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     return withState { $0.snapshot }
   }
 
+  /// The job's identifier in the ``JobManager`` that holds it (``ManagedJob/id``, the name of its
+  /// record in the manager's store); `nil` while no manager holds it.
+  public var managedID: String? {
+    state.withLock(owner: self) { $0.managedID }
+  }
+
+  /// The id of the job on the server, once the server accepted it: the ``ServerJobCheckpoint``'s
+  /// ``ServerJobCheckpoint/serverJobID``. `nil` before, and for work whose checkpoint is not a
+  /// ``ServerJobCheckpoint``.
+  public var serverJobID: String? {
+    (state.withLock(owner: self) { $0.checkpoint } as? ServerJobCheckpoint)?.serverJobID
+  }
+
   /// The last checkpoint the work saved (or the one restored from JSON); `nil` when there is none.
   public var checkpoint: Work.Checkpoint? {
     state.withLock(owner: self) { $0.checkpoint }
@@ -231,6 +244,29 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
       _ = try? await output
       return false
     }
+  }
+
+  /// Cancels the job as ``cancel()`` does, and says whether it was cancelled everywhere: for a
+  /// server job, whether the server cancelled its job too.
+  ///
+  /// ```swift
+  /// switch await job.cancelAndReport() {
+  /// case .cancelled: break
+  /// case .serverDidNotCancel(let refusal): show("The server goes on with the job: \(refusal.message)")
+  /// case .notCancelled: break                       // it had already finished
+  /// }
+  /// ```
+  ///
+  /// - Returns: ``JobCancelOutcome/notCancelled`` when the job had already finished;
+  ///   ``JobCancelOutcome/serverDidNotCancel(_:)`` when the job ended here but the server refused
+  ///   to cancel its job or could not be asked (``ServerJobCheckpoint/cancelError``); otherwise
+  ///   ``JobCancelOutcome/cancelled``.
+  nonisolated(nonsending) public func cancelAndReport() async -> JobCancelOutcome {
+    if status.isFinished { return .notCancelled }
+    let cancelled = await cancel()
+    guard cancelled || error is CancellationError else { return .notCancelled }
+    if let refusal = (checkpoint as? ServerJobCheckpoint)?.cancelError { return .serverDidNotCancel(refusal) }
+    return .cancelled
   }
 
   /// The output of the job, once it has succeeded.

@@ -54,6 +54,9 @@ public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A ``JobManager`` holds no job with the given identifier, or was given a job it cannot
     /// persist.
     public static let unknownJob = Code(rawValue: "unknownJob")
+    /// A ``JobManager`` already holds a job with the identifier an app chose for another one
+    /// (``JobManager/add(_:id:)``).
+    public static let duplicateID = Code(rawValue: "duplicateID")
   }
 
   /// What an error that a restored job failed with was, as far as JSON holds it: its domain, code
@@ -142,6 +145,8 @@ public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
   public static var storeFailed: JobError { JobError(code: .storeFailed, message: "the job store failed") }
   /// An error with the ``Code/unknownJob`` code; use it to compare.
   public static var unknownJob: JobError { JobError(code: .unknownJob, message: "the job manager holds no such job") }
+  /// An error with the ``Code/duplicateID`` code; use it to compare.
+  public static var duplicateID: JobError { JobError(code: .duplicateID, message: "the job manager holds a job with that identifier") }
   /// An error with the ``Code/encodingFailed`` code; use it to compare.
   public static var encodingFailed: JobError { JobError(code: .encodingFailed, message: "the job could not be encoded") }
 }

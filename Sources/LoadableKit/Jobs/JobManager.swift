@@ -127,6 +127,7 @@ public final class JobManager: @unchecked Sendable {
     var restored: [Entry] = []
     var unplaced: [Entry] = []
     for (id, job, sequence) in ordered {
+      _ = job.claimManagedID(id)  // a job restored here: no other manager holds it
       let entry = Entry(id: id, job: job, sequence: sequence ?? next)
       if sequence == nil {
         next += 1
@@ -174,30 +175,69 @@ public final class JobManager: @unchecked Sendable {
     state.withLock(owner: self) { $0.entries.first { $0.id == id }?.job }
   }
 
-  /// Adds `job` to the manager and stores it at once.
+  /// The job with identifier `id` as a `Job<Work>`, or `nil` when there is none or its work is of
+  /// another type: its output and checkpoint without a cast.
+  public func job<Work: JobWork>(id: String, as type: Work.Type) -> Job<Work>? {
+    job(id: id) as? Job<Work>
+  }
+
+  /// Adds `job` to the manager under an identifier the manager chooses (a UUID) and stores it at
+  /// once.
   ///
   /// - Parameter job: A ``Job`` of a kind registered in ``registry``, in any status.
   /// - Returns: The job with its identifier in the manager.
   /// - Throws: ``JobError`` with ``JobError/Code/unknownKind`` when its kind is not registered (it
-  ///   could not be restored), ``JobError/Code/unknownJob`` when it is already held or not a
-  ///   ``Job``, or the store's error when the first save fails (the job is not added then).
+  ///   could not be restored), ``JobError/Code/unknownJob`` when a manager already holds it or it is
+  ///   not a ``Job``, or the store's error when the first save fails (the job is not added then).
   @discardableResult
   public func add(_ job: any JobHandle) throws -> ManagedJob {
+    try add(job, id: UUID().uuidString)
+  }
+
+  /// Adds `job` to the manager under the identifier `id` that the app chose, and stores it at
+  /// once.
+  ///
+  /// The identifier names the job's record in the store (``DirectoryJobStore``: the file
+  /// `<id>.json`), and the job knows it (``Job/managedID``); it comes back with the job after a
+  /// restore.
+  ///
+  /// ```swift
+  /// try manager.add(Job(DownloadTiles(area: "Redlands")), id: "tiles-redlands")
+  /// let job = manager.job(id: "tiles-redlands", as: DownloadTiles.self)
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - job: A ``Job`` of a kind registered in ``registry``, in any status.
+  ///   - id: The job's identifier in the manager; it must name a record in the store (for a
+  ///     ``DirectoryJobStore``: not empty, no `/`, not starting with `.`).
+  /// - Returns: The job with its identifier in the manager.
+  /// - Throws: ``JobError`` with ``JobError/Code/duplicateID`` when the manager holds a job with
+  ///   that identifier, ``JobError/Code/unknownKind`` when its kind is not registered,
+  ///   ``JobError/Code/unknownJob`` when a manager already holds the job or it is not a ``Job``,
+  ///   or the store's error when the first save fails (``JobError/Code/storeFailed`` for an
+  ///   identifier the store cannot name). The job is not added then.
+  @discardableResult
+  public func add(_ job: any JobHandle, id: String) throws -> ManagedJob {
     guard registry.kinds.contains(job.kind) else {
       throw JobError(code: .unknownKind, message: "no work type is registered for the kind \"\(job.kind)\"")
     }
     guard let job = job as? any ManageableJob else {
       throw JobError(code: .unknownJob, message: "only a Job can be managed")
     }
-    let id = UUID().uuidString
+    guard job.claimManagedID(id) else {
+      throw JobError(code: .unknownJob, message: "a job manager already holds this job (as \"\(job.managedID ?? "")\")")
+    }
     let entry = state.withLock(owner: self) { state -> Entry? in
-      guard !state.entries.contains(where: { $0.job === job }) else { return nil }
+      guard !state.entries.contains(where: { $0.id == id }) else { return nil }
       let entry = Entry(id: id, job: job, sequence: state.nextSequence)
       state.nextSequence += 1
       state.entries.append(entry)
       return entry
     }
-    guard let entry else { throw JobError(code: .unknownJob, message: "the manager already holds this job") }
+    guard let entry else {
+      _ = job.claimManagedID(nil)
+      throw JobError(code: .duplicateID, message: "the manager already holds a job \"\(id)\"")
+    }
     // Watch first, then save: a checkpoint the work saves meanwhile is in this save or the next,
     // and its pause points wait for it either way.
     adopt(entry)
@@ -249,6 +289,15 @@ public final class JobManager: @unchecked Sendable {
   nonisolated(nonsending) public func cancel(id: String) async -> Bool {
     guard let job = job(id: id) else { return false }
     return await job.cancel()
+  }
+
+  /// Cancels the job `id` as ``Job/cancelAndReport()`` does: waits until its work stopped and says
+  /// whether the server cancelled its job too (for a server job).
+  ///
+  /// - Returns: What the cancel did; `nil` when there is no such job.
+  nonisolated(nonsending) public func cancelAndReport(id: String) async -> JobCancelOutcome? {
+    guard let job = job(id: id) else { return nil }
+    return await job.cancelAndReport()
   }
 
   /// Removes the job `id` from the manager and deletes its record; an unfinished job is cancelled
@@ -319,6 +368,7 @@ public final class JobManager: @unchecked Sendable {
     let observerID = entry.writer.withLock(owner: entry) { $0.observerID }
     entry.job.removeManagerObserver(observerID)
     entry.job.requireDurability(false)
+    _ = entry.job.claimManagedID(nil)
   }
 
   private func handle(_ delivery: ManagedJobDelivery, of entry: Entry) {

@@ -118,6 +118,16 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// elsewhere: a server job asks its server to cancel. Set for work whose checkpoint is a
   /// ``ServerJobCheckpoint``, and only once there is a checkpoint.
   var runsWorkToCancel = false
+  /// The job's identifier in the ``JobManager`` that holds it.
+  private(set) var managedID: String?
+
+  /// A manager takes the job under `id` (or lets it go, with `nil`). Returns `false` when another
+  /// manager holds it.
+  mutating func claimManagedID(_ id: String?) -> Bool {
+    if id != nil, managedID != nil { return false }
+    managedID = id
+    return true
+  }
 
   /// A new job, or one restored from JSON.
   ///

@@ -219,7 +219,3 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
   }
 }
 
-extension Job where Work.Checkpoint == ServerJobCheckpoint {
-  /// The id of the job on the server, once the server accepted it; `nil` before.
-  public var serverJobID: String? { checkpoint?.serverJobID }
-}
