@@ -300,6 +300,36 @@ public final class JobManager: @unchecked Sendable {
     return await job.cancelAndReport()
   }
 
+  /// Asks the server once about each paused server job, without resuming its work, and records
+  /// what it says: the status, new messages and progress, stored at once.
+  ///
+  /// Call it from a background refresh task, as the ArcGIS toolkit's `performStatusChecks()`:
+  /// a job whose server job finished meanwhile is marked so (``ServerJobCheckpoint/lastState``),
+  /// and its next ``Job/start()`` fetches only the result. The jobs are checked concurrently.
+  /// Cancelling the calling task (a background task's deadline) cancels the requests in flight,
+  /// and a job whose answer comes after the cancellation records nothing.
+  ///
+  /// A job is checked when its work is a ``ServerJobWork``, it is ``JobStatus/paused`` with its
+  /// work not running (restored, parked at a pause point or waiting for its next poll), and its
+  /// server job was submitted and has not finished. Running jobs poll for themselves.
+  ///
+  /// - Returns: One report per job checked, in the order of ``jobs``.
+  nonisolated(nonsending) public func checkServerJobs() async -> [ServerJobCheck] {
+    let entries = state.withLock(owner: self) { $0.entries }
+    let checkable = entries.compactMap { entry in (entry.job as? any ServerStatusCheckable).map { (entry.id, $0) } }
+    let results = await withTaskGroup(of: (String, Result<ServerJobStatus, any Error>?).self) { group in
+      for (id, job) in checkable {
+        group.addTask { (id, await job.checkServerStatus()) }
+      }
+      var results: [String: Result<ServerJobStatus, any Error>] = [:]
+      for await (id, result) in group {
+        if let result { results[id] = result }
+      }
+      return results
+    }
+    return entries.compactMap { entry in results[entry.id].map { ServerJobCheck(id: entry.id, result: $0) } }
+  }
+
   /// Removes the job `id` from the manager and deletes its record; an unfinished job is cancelled
   /// first.
   ///

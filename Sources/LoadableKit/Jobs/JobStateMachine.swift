@@ -356,6 +356,22 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     return effects
   }
 
+  /// The checkpoint of a paused job whose work cannot change it (not running, parked at a pause
+  /// point, in an idle wait or a backoff), with its generation; `nil` otherwise.
+  func checkableCheckpoint() -> (Checkpoint, UInt64)? {
+    guard status == .paused, !isUnsettled, let checkpoint else { return nil }
+    return (checkpoint, checkpointGeneration)
+  }
+
+  /// Saves `checkpoint` with `messages`, as ``saveCheckpoint(_:posting:)`` does, only if the job is
+  /// still paused with settled work and its checkpoint is still generation `generation`.
+  mutating func saveCheckpointIfSettled(
+    _ checkpoint: Checkpoint, posting messages: [JobMessage], generation: UInt64
+  ) -> (Bool, Effects) {
+    guard status == .paused, !isUnsettled, checkpointGeneration == generation else { return (false, Effects()) }
+    return (true, saveCheckpoint(checkpoint, posting: messages))
+  }
+
   // MARK: - Durability
 
   /// Makes pause points wait for the store to confirm each checkpoint (the checkpoints saved so far

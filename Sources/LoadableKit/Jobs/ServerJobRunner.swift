@@ -150,6 +150,9 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
       pollNow = false
       let wasPaused = !context.signals.isRunning
       try await context.pausePoint()  // a paused job stops polling here; the server goes on
+      // A status check (`JobManager.checkServerJobs()`) may have moved the checkpoint on while the
+      // job was paused: go on from the saved one.
+      if let saved = context.checkpoint { checkpoint = saved }
       if wasPaused { polls = 0 }  // resumed: this poll is at once, and the schedule starts over
       let status = try await service.status(ofJob: id, messagesAfter: checkpoint.messagesSeen)
       let fresh = absorb(status, into: &checkpoint, context: context)
