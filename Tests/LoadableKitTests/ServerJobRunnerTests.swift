@@ -212,6 +212,34 @@ struct ServerJobRunnerTests {
     await job.cancel()  // the first launch's job, still waiting for its next poll
   }
 
+  /// A job paused in this process (its work waiting for its next poll) is checked too, and its
+  /// work goes on from what the check recorded: no server message twice.
+  @Test func aCheckOfAPausedJobInThisProcessIsWhereItsWorkGoesOnFrom() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    let manager = try JobManager(registry: registry, store: ServerJobTestStore(), clock: TestClock())
+    let job = Job(work, options: JobOptions(clock: clock))
+    try manager.add(job, id: "map")
+    server.update { $0.state = .executing }
+    job.start()
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
+    await manager.pauseAll()  // waiting for the t=3 poll, paused
+    server.update { $0.post("Packaging 3 layers") }
+    let checks = try await bounded { await manager.checkServerJobs() }
+    #expect(checks.map(\.id) == ["map"])
+    #expect(job.checkpoint?.messagesSeen == 1)
+    job.start()  // polls at once, from the checkpoint the check saved
+    try await bounded { await server.statusRequest(3).wait() }
+    try await clock.waitForSleepers(1)
+    #expect(server.log.last == "status job-1 after 1")
+    #expect(job.serverMessages == ["Packaging 3 layers"])
+    await job.cancel()
+  }
+
   /// A check whose task is cancelled (a background task's deadline) records nothing.
   @Test func aCancelledCheckRecordsNothing() async throws {
     let work = RemoteWork(id: UUID().uuidString, request: "area 51")
