@@ -102,6 +102,172 @@ struct ServerJobRunnerTests {
     _ = manager
   }
 
+  /// Issue 29: `pauseAll()` as the app goes to the background returns while a server job waits
+  /// for its next poll: its checkpoint is stored, and nothing needs to finish. It used to wait
+  /// out the delay (2 s here; up to the schedule's cap).
+  @Test func pauseAllDoesNotWaitOutAServerJobsPollDelay() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    let store = ServerJobTestStore()
+    let manager = try JobManager(registry: registry, store: store, clock: TestClock())
+    let job = Job(work, options: JobOptions(clock: clock))
+    let id = try manager.add(job).id
+    server.update {
+      $0.state = .executing
+      $0.post("Packaging the basemap")
+    }
+    job.start()
+    try await expectSleep(until: 1)  // the first poll; the next is due at 3
+    try await clock.waitForSleepers(1)
+    try await bounded { await manager.pauseAll() }  // the clock does not move
+    #expect(clock.now == TestClock.Instant(offset: .seconds(1)))
+    #expect(job.status == .paused)
+    let restored = try Job<RemoteWork>.fromJSON(try #require(store.records[id]), options: JobOptions(clock: clock))
+    #expect(restored.status == .paused)
+    #expect(restored.checkpoint == job.checkpoint)
+    #expect(restored.serverMessages == ["Packaging the basemap"])
+    // The wait then ends, and the paused job parks without polling.
+    await clock.advance(to: TestClock.Instant(offset: .seconds(3)))
+    #expect(server.requests("status") == 1)
+    await job.cancel()
+    #expect(server.requests("status") == 1)
+  }
+
+  /// Issue 29: a job resumed while it waits for its next poll polls at once, and its schedule
+  /// starts over (pause and start at t=2 while waiting for the t=3 poll: a poll at 2, then 1 s).
+  @Test func aResumeDuringAPollWaitPollsAtOnceAndStartsTheScheduleOver() async throws {
+    let (job, server) = makeJob()
+    job.start()
+    server.update { $0.state = .executing }
+    try await expectSleep(until: 1)  // the first poll; the next is due at 3
+    try await clock.waitForSleepers(1)
+    await clock.advance(to: TestClock.Instant(offset: .seconds(2)))
+    job.pause()
+    await job.waitUntilParked()  // the wait counts as parked
+    job.start()
+    try await bounded { await server.statusRequest(2).wait() }  // at 2, not at 3
+    #expect(clock.now == TestClock.Instant(offset: .seconds(2)))
+    try await expectSleep(until: 3)  // the first delay again: 1 s
+    try await clock.waitForSleepers(1)
+    #expect(server.requests("status") == 3)
+    #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(5))], "then 2 s")
+    await job.cancel()
+  }
+
+  /// Issue 29: `checkServerJobs()` asks the server once about each stored server job, without
+  /// resuming its work: new status, messages and progress are recorded and stored; a job that
+  /// finished meanwhile fetches only its result at the next start.
+  @Test func checkServerJobsAsksOnceWithoutResumingTheWork() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    registry.register(CountingWork.self)
+    let store = ServerJobTestStore()
+    let id: String
+    let job = Job(work, options: JobOptions(clock: clock))
+    do {  // the first launch: submitted, polled once, paused as the app quits
+      let manager = try JobManager(registry: registry, store: store, clock: TestClock())
+      id = try manager.add(job).id
+      try manager.add(Job(CountingWork(units: 2)))  // not a server job: not checked
+      server.update { $0.state = .executing }
+      job.start()
+      try await expectSleep(until: 1)
+      try await clock.waitForSleepers(1)
+      await manager.pauseAll()
+    }
+    // Meanwhile the server finished the job.
+    server.update {
+      $0.post("Packaging 3 layers")
+      $0.progress = 0.9
+      $0.state = .succeeded
+    }
+    let manager = try JobManager(registry: registry, store: store, clock: TestClock())
+    let restored = try #require(manager.job(id: id, as: RemoteWork.self))
+    let checks = try await bounded { await manager.checkServerJobs() }
+    #expect(checks.map(\.id) == [id])
+    #expect(try checks.first?.result.get().state == .succeeded)
+    #expect(server.requests("status") == 2, "one status request")
+    #expect(server.requests("result") == 0, "the work did not run")
+    #expect(restored.status == .paused)
+    #expect(restored.checkpoint?.lastState == .succeeded, "marked finished")
+    #expect(restored.serverMessages == ["Packaging 3 layers"])
+    #expect(restored.fractionCompleted == 0.9)
+    let stored = try Job<RemoteWork>.fromJSON(try #require(store.records[id]), options: JobOptions(clock: clock))
+    #expect(stored.checkpoint?.lastState == .succeeded, "and stored")
+    #expect(stored.serverMessages == ["Packaging 3 layers"])
+    // A second check of a job that finished on the server asks nothing.
+    _ = await manager.checkServerJobs()
+    #expect(server.requests("status") == 2)
+    // The next start fetches the result once, and no message twice.
+    manager.resumeAll()
+    #expect(try await restored.output == "result of job-1")
+    #expect(server.requests("result") == 1)
+    #expect(server.requests("submit") == 1)
+    #expect(restored.serverMessages == ["Packaging 3 layers"])
+    await job.cancel()  // the first launch's job, still waiting for its next poll
+  }
+
+  /// A job paused in this process (its work waiting for its next poll) is checked too, and its
+  /// work goes on from what the check recorded: no server message twice.
+  @Test func aCheckOfAPausedJobInThisProcessIsWhereItsWorkGoesOnFrom() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    let manager = try JobManager(registry: registry, store: ServerJobTestStore(), clock: TestClock())
+    let job = Job(work, options: JobOptions(clock: clock))
+    try manager.add(job, id: "map")
+    server.update { $0.state = .executing }
+    job.start()
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
+    await manager.pauseAll()  // waiting for the t=3 poll, paused
+    server.update { $0.post("Packaging 3 layers") }
+    let checks = try await bounded { await manager.checkServerJobs() }
+    #expect(checks.map(\.id) == ["map"])
+    #expect(job.checkpoint?.messagesSeen == 1)
+    job.start()  // polls at once, from the checkpoint the check saved
+    try await bounded { await server.statusRequest(3).wait() }
+    try await clock.waitForSleepers(1)
+    #expect(server.log.last == "status job-1 after 1")
+    #expect(job.serverMessages == ["Packaging 3 layers"])
+    await job.cancel()
+  }
+
+  /// A check whose task is cancelled (a background task's deadline) records nothing.
+  @Test func aCancelledCheckRecordsNothing() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    let store = ServerJobTestStore()
+    let saved = Job(work, options: JobOptions(clock: clock))
+    server.update { $0.state = .executing }
+    saved.start()
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
+    saved.pause()
+    await saved.waitUntilParked()
+    try store.save(saved.toJSON(), id: "map")
+    let manager = try JobManager(registry: registry, store: store, clock: TestClock())
+    let restored = try #require(manager.job(id: "map", as: RemoteWork.self))
+    server.update { $0.post("Packaging 3 layers") }
+    let checking = Task { await manager.checkServerJobs() }
+    checking.cancel()
+    let checks = try await bounded { await checking.value }
+    #expect(restored.serverMessages.isEmpty)
+    #expect(restored.checkpoint?.messagesSeen == 0)
+    #expect(checks.allSatisfy { (try? $0.result.get()) == nil })
+    await saved.cancel()
+  }
+
   @Test func postsEachServerMessageOnceAcrossPolls() async throws {
     let (job, server) = makeJob()
     server.update {
@@ -138,6 +304,7 @@ struct ServerJobRunnerTests {
     }
     job.start()
     try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)  // polled, and waits for the t=3 poll (not a pause before the poll)
     job.pause()
     try await expectSleep(until: 3)  // the wait in progress ends, then the work parks
     await job.waitUntilParked()
@@ -359,16 +526,19 @@ struct ServerJobRunnerTests {
 // MARK: - Support
 
 /// Work that runs on a `FakeJobServer`, found by the work's id.
-struct RemoteWork: JobWork {
+struct RemoteWork: ServerJobWork {
   static let kind = "test.remote"
   var id: String
   var request: String
 
-  func run(in context: JobContext<ServerJobCheckpoint>) async throws -> String {
+  var runner: ServerJobRunner<FakeJobServer> {
     let (server, clock) = FakeJobServers[id]
-    let runner = ServerJobRunner(
+    return ServerJobRunner(
       service: server, pollSchedule: .exponential(initial: .seconds(1), maximum: .seconds(8)), clock: clock)
-    return try await runner.run(submitting: request, in: context)
+  }
+
+  func run(in context: JobContext<ServerJobCheckpoint>) async throws -> String {
+    try await runner.run(submitting: request, in: context)
   }
 }
 

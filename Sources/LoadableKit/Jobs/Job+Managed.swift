@@ -10,9 +10,12 @@ enum ManagedJobDelivery: Sendable {
 /// The side of a ``Job`` that a ``JobManager`` uses: its JSON form with the checkpoint generation
 /// it holds, the durability barrier, and an observer that also hears of checkpoints.
 protocol ManageableJob: JobHandle {
-  /// The JSON form (or why it does not encode) and the generation of the checkpoint in it, read in
-  /// one step.
-  func persistentForm() -> (data: Result<Data, JobError>, generation: UInt64)
+  /// The JSON form (or why it does not encode) with the job's place in its manager, and the
+  /// generation of the checkpoint in it, read in one step.
+  func persistentForm(addedSequence: Int) -> (data: Result<Data, JobError>, generation: UInt64)
+  /// A manager takes the job under `id` (or lets it go, with `nil`); `false` when another manager
+  /// holds it.
+  func claimManagedID(_ id: String?) -> Bool
   func requireDurability(_ required: Bool)
   func markDurable(_ generation: UInt64)
   func addManagerObserver(_ handler: @escaping @Sendable (ManagedJobDelivery) -> Void) -> UInt64
@@ -20,16 +23,20 @@ protocol ManageableJob: JobHandle {
 }
 
 extension Job: ManageableJob {
-  func persistentForm() -> (data: Result<Data, JobError>, generation: UInt64) {
+  func persistentForm(addedSequence: Int) -> (data: Result<Data, JobError>, generation: UInt64) {
     let generation = state.withLock(owner: self) { $0.checkpointGeneration }
     do {
-      let (data, encoded) = try encodeJSON()
+      let (data, encoded) = try encodeJSON(addedSequence: addedSequence)
       return (.success(data), encoded)
     } catch let error as JobError {
       return (.failure(error), generation)
     } catch {
       return (.failure(JobError(code: .encodingFailed, message: "\(error)", underlyingError: error)), generation)
     }
+  }
+
+  func claimManagedID(_ id: String?) -> Bool {
+    state.withLock(owner: self) { $0.claimManagedID(id) }
   }
 
   func requireDurability(_ required: Bool) {

@@ -16,14 +16,15 @@ extension Job {
     try encodeJSON().data
   }
 
-  /// The JSON form and the generation of the checkpoint it holds, read in one step.
-  func encodeJSON() throws -> (data: Data, generation: UInt64) {
+  /// The JSON form and the generation of the checkpoint it holds, read in one step; a
+  /// ``JobManager``'s record also holds the job's place in the manager, `addedSequence`.
+  func encodeJSON(addedSequence: Int? = nil) throws -> (data: Data, generation: UInt64) {
     let snapshot = withState { state in (state.snapshot, state.checkpoint, state.messageLog.limit, state.checkpointGeneration) }
     let envelope = JobEnvelope(
       schemaVersion: JobJSON.schemaVersion, kind: Work.kind, parameters: work, status: snapshot.0.status,
       checkpoint: snapshot.1, fractionCompleted: snapshot.0.fractionCompleted, messages: snapshot.0.messages,
       messageLimit: snapshot.2, droppedMessageCount: snapshot.0.droppedMessageCount,
-      error: snapshot.0.error.map(PersistedJobError.init))
+      error: snapshot.0.error.map(PersistedJobError.init), addedSequence: addedSequence)
     do {
       return (try JobJSON.encoder().encode(envelope), snapshot.3)
     } catch {

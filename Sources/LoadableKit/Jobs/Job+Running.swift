@@ -105,6 +105,31 @@ extension Job: JobContextHost {
   }
 
   @usableFromInline
+  func beginIdleWait(_ id: UInt64) {
+    perform(withState { $0.beginIdleWait(id) })
+  }
+
+  @usableFromInline
+  func endIdleWait(_ id: UInt64) {
+    state.withLock(owner: self) { $0.endIdleWait(id) }?.handOff()
+  }
+
+  @usableFromInline
+  nonisolated(nonsending) func waitForIdleWake(_ id: UInt64) async {
+    await withTaskCancellationHandler {
+      defer { ContinuationHandoff.awaited() }
+      await withUnsafeContinuation { (continuation: Machine.SettleWaiter) in
+        let now = state.withLock(owner: self) {
+          $0.awaitIdleWake(id, continuation, taskIsCancelled: Task.isCancelled)
+        }
+        if now { continuation.resume() }
+      }
+    } onCancel: {
+      state.withLock(owner: self) { $0.takeIdleWake(id) }?.handOff()
+    }
+  }
+
+  @usableFromInline
   nonisolated(nonsending) func parkAtPausePoint() async throws {
     let id = nextJobWaiterID()
     try await withTaskCancellationHandler {

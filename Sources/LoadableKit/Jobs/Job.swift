@@ -159,6 +159,19 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     return withState { $0.snapshot }
   }
 
+  /// The job's identifier in the ``JobManager`` that holds it (``ManagedJob/id``, the name of its
+  /// record in the manager's store); `nil` while no manager holds it.
+  public var managedID: String? {
+    state.withLock(owner: self) { $0.managedID }
+  }
+
+  /// The id of the job on the server, once the server accepted it: the ``ServerJobCheckpoint``'s
+  /// ``ServerJobCheckpoint/serverJobID``. `nil` before, and for work whose checkpoint is not a
+  /// ``ServerJobCheckpoint``.
+  public var serverJobID: String? {
+    (state.withLock(owner: self) { $0.checkpoint } as? ServerJobCheckpoint)?.serverJobID
+  }
+
   /// The last checkpoint the work saved (or the one restored from JSON); `nil` when there is none.
   public var checkpoint: Work.Checkpoint? {
     state.withLock(owner: self) { $0.checkpoint }
@@ -233,6 +246,29 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     }
   }
 
+  /// Cancels the job as ``cancel()`` does, and says whether it was cancelled everywhere: for a
+  /// server job, whether the server cancelled its job too.
+  ///
+  /// ```swift
+  /// switch await job.cancelAndReport() {
+  /// case .cancelled: break
+  /// case .serverDidNotCancel(let refusal): show("The server goes on with the job: \(refusal.message)")
+  /// case .notCancelled: break                       // it had already finished
+  /// }
+  /// ```
+  ///
+  /// - Returns: ``JobCancelOutcome/notCancelled`` when the job had already finished;
+  ///   ``JobCancelOutcome/serverDidNotCancel(_:)`` when the job ended here but the server refused
+  ///   to cancel its job or could not be asked (``ServerJobCheckpoint/cancelError``); otherwise
+  ///   ``JobCancelOutcome/cancelled``.
+  nonisolated(nonsending) public func cancelAndReport() async -> JobCancelOutcome {
+    if status.isFinished { return .notCancelled }
+    let cancelled = await cancel()
+    guard cancelled || error is CancellationError else { return .notCancelled }
+    if let refusal = (checkpoint as? ServerJobCheckpoint)?.cancelError { return .serverDidNotCancel(refusal) }
+    return .cancelled
+  }
+
   /// The output of the job, once it has succeeded.
   ///
   /// Waits until the job ends; it never starts the job, so awaiting the output of a job nobody
@@ -256,7 +292,8 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// Returns at once unless the job is ``JobStatus/paused`` with its work still running. Otherwise
   /// it returns when the work parks at ``JobContext/pausePoint()``, or when the job is resumed,
   /// cancelled or finishes, or when the calling task is cancelled. A job waiting out a
-  /// transient-error backoff counts as parked.
+  /// transient-error backoff counts as parked, and so does a server job waiting for its next poll
+  /// (``ServerJobRunner``): its checkpoint cannot change before its next pause point.
   ///
   /// ```swift
   /// job.pause()
@@ -317,6 +354,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     for park in effects.resumeParked { park.handOff() }
     for park in effects.cancelParked { park.handOff(throwing: CancellationError()) }
     for waiter in effects.settled { waiter.handOff() }
+    for waiter in effects.wakeIdle { waiter.handOff() }
     if let result = effects.result { run.conclude(with: result) }
     if let runID = effects.launch { launch(runID) }
     _ = consume effects  // (4) the released values, last

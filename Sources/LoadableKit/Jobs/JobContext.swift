@@ -70,6 +70,39 @@ public struct JobContext<Checkpoint: Codable & Sendable>: Sendable {
     host.post(JobMessage(text, severity: severity, source: source))
   }
 
+  /// Waits `delay` on `clock` between units of work, at a point the job can be stored from: a
+  /// paused job counts as parked during the wait (see ``Job/waitUntilParked()``), so
+  /// ``JobManager/pauseAll()`` does not wait it out. The work must not save a checkpoint between
+  /// the wait and its next ``pausePoint()``. A resume (``Job/start()`` after ``Job/pause()``)
+  /// during the wait ends it at once.
+  ///
+  /// - Returns: `true` when a resume ended the wait early.
+  /// - Throws: `CancellationError` when the calling task is cancelled.
+  nonisolated(nonsending) func waitBetweenUnits(for delay: Duration, on clock: any Clock<Duration>) async throws -> Bool {
+    let id = nextJobWaiterID()
+    let host = self.host
+    host.beginIdleWait(id)
+    defer { host.endIdleWait(id) }
+    let woken = try await withThrowingTaskGroup(of: Bool.self) { group in
+      group.addTask {
+        try await Self.sleep(on: clock, for: delay)
+        return false
+      }
+      group.addTask {
+        await host.waitForIdleWake(id)
+        return true
+      }
+      defer { group.cancelAll() }
+      return try await group.next() ?? false
+    }
+    try Task.checkCancellation()
+    return woken
+  }
+
+  private static func sleep<C: Clock<Duration>>(on clock: C, for delay: Duration) async throws {
+    try await clock.sleep(for: delay)
+  }
+
   /// A point between units of work where the job may pause or stop.
   ///
   /// Returns at once while the job runs. While it is paused, waits until ``Job/start()`` resumes
@@ -97,4 +130,9 @@ protocol JobContextHost<Checkpoint>: AnyObject, Sendable {
   func post(_ message: JobMessage)
   /// The slow path of ``JobContext/pausePoint()``: parks while paused, throws once cancelled.
   nonisolated(nonsending) func parkAtPausePoint() async throws
+  /// The work begins (ends) a wait between units at a point the job can be stored from.
+  func beginIdleWait(_ id: UInt64)
+  func endIdleWait(_ id: UInt64)
+  /// Returns when a resume ends the idle wait `id`, or the calling task is cancelled.
+  nonisolated(nonsending) func waitForIdleWake(_ id: UInt64) async
 }

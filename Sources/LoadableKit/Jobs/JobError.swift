@@ -40,8 +40,9 @@ public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let connectionLost = Code(rawValue: "connectionLost")
     /// The job was restored from JSON after it finished; outputs are not persisted.
     public static let outputNotPersisted = Code(rawValue: "outputNotPersisted")
-    /// The job was restored from JSON after it failed with an error that is known only by its
-    /// description.
+    /// The job was restored from JSON after it failed with an error of a type that JSON cannot
+    /// bring back (neither a ``JobError``, a ``ServerJobError`` nor `CancellationError`):
+    /// ``JobError/originalError`` says what it was, and the message is its description.
     public static let workFailed = Code(rawValue: "workFailed")
     /// ``Job/toJSON()`` could not encode the work or its checkpoint.
     public static let encodingFailed = Code(rawValue: "encodingFailed")
@@ -53,6 +54,36 @@ public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A ``JobManager`` holds no job with the given identifier, or was given a job it cannot
     /// persist.
     public static let unknownJob = Code(rawValue: "unknownJob")
+    /// A ``JobManager`` already holds a job with the identifier an app chose for another one
+    /// (``JobManager/add(_:id:)``).
+    public static let duplicateID = Code(rawValue: "duplicateID")
+  }
+
+  /// What an error that a restored job failed with was, as far as JSON holds it: its domain, code
+  /// and description, as `NSError` bridging gives them (for a Swift error, the domain is the
+  /// type's qualified name and the code its case's number, or what its `CustomNSError`
+  /// conformance says).
+  ///
+  /// ```swift
+  /// if let original = (job.error as? JobError)?.originalError,
+  ///   original.domain == NSURLErrorDomain, original.code == NSURLErrorNotConnectedToInternet {
+  ///   show("The job stopped when the device went offline")
+  /// }
+  /// ```
+  public struct OriginalError: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The error's domain: `NSError.domain`.
+    public var domain: String
+    /// The error's code in its domain: `NSError.code`.
+    public var code: Int
+    /// The error's description, `String(describing:)`.
+    public var description: String
+
+    /// Creates the record of an error.
+    public init(domain: String, code: Int, description: String) {
+      self.domain = domain
+      self.code = code
+      self.description = description
+    }
   }
 
   /// The stable code of this error; equality and hashing use only the code.
@@ -62,12 +93,22 @@ public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The error that caused this one, when there is one: the last transient error for
   /// ``Code/connectionLost``, the encoder's error for ``Code/encodingFailed``.
   public var underlyingError: (any Error)?
+  /// For ``Code/workFailed``: the error a job failed with before it was persisted and restored,
+  /// by its domain, code and description; `nil` for other codes and for records written before
+  /// LoadableKit kept it.
+  public var originalError: OriginalError?
 
   /// Creates an error with a code, a message and, optionally, the error that caused it.
   public init(code: Code, message: String, underlyingError: (any Error)? = nil) {
     self.code = code
     self.message = message
     self.underlyingError = underlyingError
+  }
+
+  /// A ``Code/workFailed`` error that says what a restored job's error was.
+  init(restoring original: OriginalError) {
+    self.init(code: .workFailed, message: original.description)
+    originalError = original
   }
 
   /// `JobError.<code>: <message>`.
@@ -104,6 +145,8 @@ public struct JobError: Error, Hashable, Sendable, CustomStringConvertible {
   public static var storeFailed: JobError { JobError(code: .storeFailed, message: "the job store failed") }
   /// An error with the ``Code/unknownJob`` code; use it to compare.
   public static var unknownJob: JobError { JobError(code: .unknownJob, message: "the job manager holds no such job") }
+  /// An error with the ``Code/duplicateID`` code; use it to compare.
+  public static var duplicateID: JobError { JobError(code: .duplicateID, message: "the job manager holds a job with that identifier") }
   /// An error with the ``Code/encodingFailed`` code; use it to compare.
   public static var encodingFailed: JobError { JobError(code: .encodingFailed, message: "the job could not be encoded") }
 }

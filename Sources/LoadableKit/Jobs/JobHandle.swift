@@ -2,7 +2,9 @@ import Foundation
 
 /// A ``Job`` whose work type is not known statically, as ``JobRegistry`` returns it.
 ///
-/// Every `Job` conforms. Cast to the concrete `Job<Work>` to read its ``Job/output``:
+/// Every `Job` conforms. Its id in a manager, its server job's id and a cancel that reports the
+/// server's answer need no cast; for ``Job/output`` and the checkpoint, get the concrete
+/// `Job<Work>` with ``JobManager/job(id:as:)`` or ``ManagedJob/job(as:)``, or cast:
 ///
 /// ```swift
 /// let job = try registry.job(fromJSON: data)
@@ -36,6 +38,25 @@ public protocol JobHandle: AnyObject, Sendable {
   nonisolated(nonsending) func waitUntilParked() async
   /// The job's JSON form. See ``Job/toJSON()``.
   func toJSON() throws -> Data
+  /// The job's identifier in the ``JobManager`` that holds it. See ``Job/managedID``.
+  var managedID: String? { get }
+  /// The id of the job on the server, for a server job. See ``Job/serverJobID``.
+  var serverJobID: String? { get }
+  /// Cancels the job and says whether the server cancelled too. See ``Job/cancelAndReport()``.
+  nonisolated(nonsending) func cancelAndReport() async -> JobCancelOutcome
+}
+
+/// What ``Job/cancelAndReport()`` did.
+public enum JobCancelOutcome: Sendable, Hashable {
+  /// The job had already finished: nothing was cancelled.
+  case notCancelled
+  /// The job was cancelled; a server job's server cancelled its job too (or the job had not
+  /// reached the server, or had already ended there).
+  case cancelled
+  /// The job was cancelled here, but its server refused to cancel its job
+  /// (``ServerJobError/Code/cancelNotSupported``) or could not be asked
+  /// (``ServerJobError/Code/cancelFailed``): the job may go on on the server.
+  case serverDidNotCancel(ServerJobError)
 }
 
 extension Job: JobHandle {

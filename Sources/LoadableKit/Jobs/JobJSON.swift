@@ -31,6 +31,12 @@ enum JobJSON {
   /// such rather than as a field that does not decode.
   private struct SchemaProbe: Decodable { var schemaVersion: Int }
   private struct KindProbe: Decodable { var kind: String }
+  private struct OrderProbe: Decodable { var addedSequence: Int? }
+
+  /// The place in its manager that a restored job's record holds, or `nil` when it holds none.
+  static func addedSequence(of data: Data) -> Int? {
+    (try? decoder().decode(OrderProbe.self, from: data))?.addedSequence
+  }
 
   /// Checks the schema version and returns the kind.
   ///
@@ -179,26 +185,47 @@ struct JobEnvelope<Work: JobWork>: Codable {
   /// How many messages were dropped; absent in JSON written before messages were capped.
   var droppedMessageCount: Int?
   var error: PersistedJobError?
+  /// The job's place in its ``JobManager``: the manager's records count the jobs in the order they
+  /// were added. Absent in a job's own JSON form and in records written before the manager kept
+  /// the order.
+  var addedSequence: Int?
 }
 
 /// A failed job's error, as far as JSON can hold it.
+///
+/// `type` keeps the three values of the first schema, so that an older LoadableKit reads every
+/// record: a ``ServerJobError`` and any other error are `other`, and `domain` tells a newer one
+/// what they were.
 struct PersistedJobError: Codable, Equatable {
   enum ErrorType: String, Codable {
     /// `CancellationError`.
     case cancellation
     /// A ``JobError``, restored with its code and message.
     case jobError
-    /// Any other error, restored as a ``JobError`` with ``JobError/Code/workFailed``.
+    /// A ``ServerJobError`` (`domain` is ``serverJobErrorDomain``), restored with its code and
+    /// message; any other error, restored as a ``JobError`` with ``JobError/Code/workFailed`` and
+    /// its ``JobError/originalError``.
     case other
   }
   var type: ErrorType
+  /// The ``JobError/Code`` for `jobError`, the ``ServerJobError/Code`` for a server job's error.
   var code: String?
   var message: String
+  /// The error's domain: ``jobErrorDomain``, ``serverJobErrorDomain``, or `NSError.domain` of any
+  /// other error. Absent in records written before it was kept.
+  var domain: String?
+  /// `NSError.code` of an error of another domain.
+  var numericCode: Int?
 
-  init(type: ErrorType, code: String? = nil, message: String) {
+  static let jobErrorDomain = "LoadableKit.JobError"
+  static let serverJobErrorDomain = "LoadableKit.ServerJobError"
+
+  init(type: ErrorType, code: String? = nil, message: String, domain: String? = nil, numericCode: Int? = nil) {
     self.type = type
     self.code = code
     self.message = message
+    self.domain = domain
+    self.numericCode = numericCode
   }
 
   init(_ error: any Error) {
@@ -206,17 +233,38 @@ struct PersistedJobError: Codable, Equatable {
     case is CancellationError:
       self.init(type: .cancellation, message: "the job was cancelled")
     case let error as JobError:
-      self.init(type: .jobError, code: error.code.rawValue, message: error.message)
+      if error.code == .workFailed, let original = error.originalError {
+        // A restored error stored again: it stays what it was.
+        self.init(original)
+      } else {
+        self.init(type: .jobError, code: error.code.rawValue, message: error.message, domain: Self.jobErrorDomain)
+      }
+    case let error as ServerJobError:
+      self.init(type: .other, code: error.code.rawValue, message: error.message, domain: Self.serverJobErrorDomain)
     default:
-      self.init(type: .other, message: String(describing: error))
+      let bridged = error as NSError
+      self.init(JobError.OriginalError(domain: bridged.domain, code: bridged.code, description: String(describing: error)))
     }
+  }
+
+  private init(_ original: JobError.OriginalError) {
+    self.init(type: .other, message: original.description, domain: original.domain, numericCode: original.code)
   }
 
   var restored: any Error {
     switch type {
-    case .cancellation: CancellationError()
-    case .jobError: JobError(code: JobError.Code(rawValue: code ?? JobError.Code.workFailed.rawValue), message: message)
-    case .other: JobError(code: .workFailed, message: message)
+    case .cancellation:
+      return CancellationError()
+    case .jobError:
+      return JobError(code: JobError.Code(rawValue: code ?? JobError.Code.workFailed.rawValue), message: message)
+    case .other:
+      if domain == Self.serverJobErrorDomain, let code {
+        return ServerJobError(code: ServerJobError.Code(rawValue: code), message: message)
+      }
+      if let domain, let numericCode {
+        return JobError(restoring: JobError.OriginalError(domain: domain, code: numericCode, description: message))
+      }
+      return JobError(code: .workFailed, message: message)
     }
   }
 }

@@ -23,9 +23,9 @@ import Synchronization
 /// job.start()
 /// ```
 ///
-/// Creating a manager restores every job in the store: unfinished jobs come back
-/// ``JobStatus/paused`` (``JobStatus/notStarted`` if they never started), finished ones in their
-/// terminal state. Records it cannot restore are reported in ``restoreProblems`` and the other
+/// Creating a manager restores every job in the store, in the order they were added: unfinished
+/// jobs come back ``JobStatus/paused`` (``JobStatus/notStarted`` if they never started), finished
+/// ones in their terminal state. Records it cannot restore are reported in ``restoreProblems`` and the other
 /// jobs load all the same.
 ///
 /// ``jobs`` is observable, and ``events`` reports additions, removals, every job's changes and
@@ -47,6 +47,8 @@ public final class JobManager: @unchecked Sendable {
 
   private struct State {
     var entries: [Entry] = []
+    /// The place the next job added gets: one more than every place held so far.
+    var nextSequence = 0
     var eventContinuations: [UInt64: AsyncStream<JobManagerEvent>.Continuation] = [:]
   }
 
@@ -54,10 +56,14 @@ public final class JobManager: @unchecked Sendable {
   final class Entry: Sendable {
     let id: String
     let job: any ManageableJob
+    /// The job's place in the manager, stored in its record (`addedSequence`) so that a restore
+    /// brings the jobs back in the order they were added.
+    let sequence: Int
     let writer = Mutex(Writer())
-    init(id: String, job: any ManageableJob) {
+    init(id: String, job: any ManageableJob, sequence: Int) {
       self.id = id
       self.job = job
+      self.sequence = sequence
     }
   }
 
@@ -86,12 +92,12 @@ public final class JobManager: @unchecked Sendable {
     self.clock = clock
     self.saveInterval = saveInterval
     var problems: [JobRestoreProblem] = []
-    var restored: [Entry] = []
+    var found: [(id: String, job: any ManageableJob, sequence: Int?)] = []
     for record in try store.loadAll() {
       do {
         let data = try record.data.get()
         guard let job = try registry.job(fromJSON: data) as? any ManageableJob else { continue }
-        restored.append(Entry(id: record.id, job: job))
+        found.append((record.id, job, JobJSON.addedSequence(of: data)))
       } catch let error as JobError {
         let setAside = error.code == .truncated || error.code == .malformed
         var moved = false
@@ -107,8 +113,34 @@ public final class JobManager: @unchecked Sendable {
       }
     }
     restoreProblems = problems
-    state.withLock(owner: self) { $0.entries = restored }
+    // The order the jobs were added in; records written before the manager kept it come after, in
+    // the store's order, and get their places now (they are stored again with them below).
+    let ordered = found.enumerated().sorted { a, b in
+      switch (a.element.sequence, b.element.sequence) {
+      case let (x?, y?): x != y ? x < y : a.offset < b.offset
+      case (_?, nil): true
+      case (nil, _?): false
+      case (nil, nil): a.offset < b.offset
+      }
+    }.map(\.element)
+    var next = (ordered.compactMap(\.sequence).max() ?? -1) + 1
+    var restored: [Entry] = []
+    var unplaced: [Entry] = []
+    for (id, job, sequence) in ordered {
+      _ = job.claimManagedID(id)  // a job restored here: no other manager holds it
+      let entry = Entry(id: id, job: job, sequence: sequence ?? next)
+      if sequence == nil {
+        next += 1
+        unplaced.append(entry)
+      }
+      restored.append(entry)
+    }
+    state.withLock(owner: self) { [next] state in
+      state.entries = restored
+      state.nextSequence = next
+    }
     for entry in restored { adopt(entry) }
+    for entry in unplaced { save(entry) }
   }
 
   /// Creates a manager over a ``DirectoryJobStore`` in `directory` and restores every job in it.
@@ -132,7 +164,7 @@ public final class JobManager: @unchecked Sendable {
 
   // MARK: - The jobs
 
-  /// The jobs the manager holds, in the order they were restored or added. Observable.
+  /// The jobs the manager holds, in the order they were added, also after a restore. Observable.
   public var jobs: [ManagedJob] {
     registrar.access(self, keyPath: \.jobs)
     return state.withLock(owner: self) { $0.entries.map { ManagedJob(id: $0.id, job: $0.job) } }
@@ -143,28 +175,69 @@ public final class JobManager: @unchecked Sendable {
     state.withLock(owner: self) { $0.entries.first { $0.id == id }?.job }
   }
 
-  /// Adds `job` to the manager and stores it at once.
+  /// The job with identifier `id` as a `Job<Work>`, or `nil` when there is none or its work is of
+  /// another type: its output and checkpoint without a cast.
+  public func job<Work: JobWork>(id: String, as type: Work.Type) -> Job<Work>? {
+    job(id: id) as? Job<Work>
+  }
+
+  /// Adds `job` to the manager under an identifier the manager chooses (a UUID) and stores it at
+  /// once.
   ///
   /// - Parameter job: A ``Job`` of a kind registered in ``registry``, in any status.
   /// - Returns: The job with its identifier in the manager.
   /// - Throws: ``JobError`` with ``JobError/Code/unknownKind`` when its kind is not registered (it
-  ///   could not be restored), ``JobError/Code/unknownJob`` when it is already held or not a
-  ///   ``Job``, or the store's error when the first save fails (the job is not added then).
+  ///   could not be restored), ``JobError/Code/unknownJob`` when a manager already holds it or it is
+  ///   not a ``Job``, or the store's error when the first save fails (the job is not added then).
   @discardableResult
   public func add(_ job: any JobHandle) throws -> ManagedJob {
+    try add(job, id: UUID().uuidString)
+  }
+
+  /// Adds `job` to the manager under the identifier `id` that the app chose, and stores it at
+  /// once.
+  ///
+  /// The identifier names the job's record in the store (``DirectoryJobStore``: the file
+  /// `<id>.json`), and the job knows it (``Job/managedID``); it comes back with the job after a
+  /// restore.
+  ///
+  /// ```swift
+  /// try manager.add(Job(DownloadTiles(area: "Redlands")), id: "tiles-redlands")
+  /// let job = manager.job(id: "tiles-redlands", as: DownloadTiles.self)
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - job: A ``Job`` of a kind registered in ``registry``, in any status.
+  ///   - id: The job's identifier in the manager; it must name a record in the store (for a
+  ///     ``DirectoryJobStore``: not empty, no `/`, not starting with `.`).
+  /// - Returns: The job with its identifier in the manager.
+  /// - Throws: ``JobError`` with ``JobError/Code/duplicateID`` when the manager holds a job with
+  ///   that identifier, ``JobError/Code/unknownKind`` when its kind is not registered,
+  ///   ``JobError/Code/unknownJob`` when a manager already holds the job or it is not a ``Job``,
+  ///   or the store's error when the first save fails (``JobError/Code/storeFailed`` for an
+  ///   identifier the store cannot name). The job is not added then.
+  @discardableResult
+  public func add(_ job: any JobHandle, id: String) throws -> ManagedJob {
     guard registry.kinds.contains(job.kind) else {
       throw JobError(code: .unknownKind, message: "no work type is registered for the kind \"\(job.kind)\"")
     }
     guard let job = job as? any ManageableJob else {
       throw JobError(code: .unknownJob, message: "only a Job can be managed")
     }
-    let entry = Entry(id: UUID().uuidString, job: job)
-    let added = state.withLock(owner: self) { state -> Bool in
-      guard !state.entries.contains(where: { $0.job === job }) else { return false }
-      state.entries.append(entry)
-      return true
+    guard job.claimManagedID(id) else {
+      throw JobError(code: .unknownJob, message: "a job manager already holds this job (as \"\(job.managedID ?? "")\")")
     }
-    guard added else { throw JobError(code: .unknownJob, message: "the manager already holds this job") }
+    let entry = state.withLock(owner: self) { state -> Entry? in
+      guard !state.entries.contains(where: { $0.id == id }) else { return nil }
+      let entry = Entry(id: id, job: job, sequence: state.nextSequence)
+      state.nextSequence += 1
+      state.entries.append(entry)
+      return entry
+    }
+    guard let entry else {
+      _ = job.claimManagedID(nil)
+      throw JobError(code: .duplicateID, message: "the manager already holds a job \"\(id)\"")
+    }
     // Watch first, then save: a checkpoint the work saves meanwhile is in this save or the next,
     // and its pause points wait for it either way.
     adopt(entry)
@@ -190,6 +263,11 @@ public final class JobManager: @unchecked Sendable {
 
   /// Pauses every running job, waits until each one's work is parked at a pause point, and
   /// stores them all, so each is saved exactly at its last checkpoint.
+  ///
+  /// It returns as soon as each job is at a point it can be stored from, so the wait is bounded
+  /// by the longest unit of work in flight: a job waiting out a transient-error backoff, and a
+  /// server job waiting for its next poll (``ServerJobRunner``), count as parked, and the delay
+  /// is not waited out. Call it when the app goes to the background.
   nonisolated(nonsending) public func pauseAll() async {
     let entries = state.withLock(owner: self) { $0.entries }
     for entry in entries { entry.job.pause() }
@@ -211,6 +289,45 @@ public final class JobManager: @unchecked Sendable {
   nonisolated(nonsending) public func cancel(id: String) async -> Bool {
     guard let job = job(id: id) else { return false }
     return await job.cancel()
+  }
+
+  /// Cancels the job `id` as ``Job/cancelAndReport()`` does: waits until its work stopped and says
+  /// whether the server cancelled its job too (for a server job).
+  ///
+  /// - Returns: What the cancel did; `nil` when there is no such job.
+  nonisolated(nonsending) public func cancelAndReport(id: String) async -> JobCancelOutcome? {
+    guard let job = job(id: id) else { return nil }
+    return await job.cancelAndReport()
+  }
+
+  /// Asks the server once about each paused server job, without resuming its work, and records
+  /// what it says: the status, new messages and progress, stored at once.
+  ///
+  /// Call it from a background refresh task, as the ArcGIS toolkit's `performStatusChecks()`:
+  /// a job whose server job finished meanwhile is marked so (``ServerJobCheckpoint/lastState``),
+  /// and its next ``Job/start()`` fetches only the result. The jobs are checked concurrently.
+  /// Cancelling the calling task (a background task's deadline) cancels the requests in flight,
+  /// and a job whose answer comes after the cancellation records nothing.
+  ///
+  /// A job is checked when its work is a ``ServerJobWork``, it is ``JobStatus/paused`` with its
+  /// work not running (restored, parked at a pause point or waiting for its next poll), and its
+  /// server job was submitted and has not finished. Running jobs poll for themselves.
+  ///
+  /// - Returns: One report per job checked, in the order of ``jobs``.
+  nonisolated(nonsending) public func checkServerJobs() async -> [ServerJobCheck] {
+    let entries = state.withLock(owner: self) { $0.entries }
+    let checkable = entries.compactMap { entry in (entry.job as? any ServerStatusCheckable).map { (entry.id, $0) } }
+    let results = await withTaskGroup(of: (String, Result<ServerJobStatus, any Error>?).self) { group in
+      for (id, job) in checkable {
+        group.addTask { (id, await job.checkServerStatus()) }
+      }
+      var results: [String: Result<ServerJobStatus, any Error>] = [:]
+      for await (id, result) in group {
+        if let result { results[id] = result }
+      }
+      return results
+    }
+    return entries.compactMap { entry in results[entry.id].map { ServerJobCheck(id: entry.id, result: $0) } }
   }
 
   /// Removes the job `id` from the manager and deletes its record; an unfinished job is cancelled
@@ -281,6 +398,7 @@ public final class JobManager: @unchecked Sendable {
     let observerID = entry.writer.withLock(owner: entry) { $0.observerID }
     entry.job.removeManagerObserver(observerID)
     entry.job.requireDurability(false)
+    _ = entry.job.claimManagedID(nil)
   }
 
   private func handle(_ delivery: ManagedJobDelivery, of entry: Entry) {
@@ -341,7 +459,7 @@ public final class JobManager: @unchecked Sendable {
         if removed {
           try store.remove(id: entry.id)
         } else {
-          let (data, generation) = entry.job.persistentForm()
+          let (data, generation) = entry.job.persistentForm(addedSequence: entry.sequence)
           defer { entry.job.markDurable(generation) }  // a failed save must not hold the work forever
           try store.save(try data.get(), id: entry.id)
         }

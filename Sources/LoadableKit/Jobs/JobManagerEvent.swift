@@ -23,6 +23,12 @@ public struct ManagedJob: Sendable, Identifiable {
     self.id = id
     self.job = job
   }
+
+  /// The job as a `Job<Work>`, or `nil` when its work is of another type: its output and
+  /// checkpoint without a cast.
+  public func job<Work: JobWork>(as type: Work.Type) -> Job<Work>? {
+    job as? Job<Work>
+  }
 }
 
 /// A record a ``JobManager`` found in its store and could not restore.

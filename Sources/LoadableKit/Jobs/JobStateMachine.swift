@@ -45,6 +45,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     var resumeParked: [Park] = []
     var cancelParked: [Park] = []
     var settled: [SettleWaiter] = []
+    /// Idle waits that a resume ended.
+    var wakeIdle: [SettleWaiter] = []
     /// How the job ended: the run's attempt is concluded with it.
     var result: Result<Output, any Error>?
     var launch: UInt64?
@@ -94,6 +96,16 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private(set) var activity: Activity = .idle
   private var runID: UInt64 = 0
   private var parked: [UInt64: Park] = [:]
+  /// The work's waits between units at a point the job can be stored from (a server job's wait
+  /// for its next poll): a paused job counts as parked during them, and a resume ends them.
+  private var idleWaits: [UInt64: IdleWait] = [:]
+
+  /// One wait between units: whether a resume ended it, and the continuation of the child task
+  /// that waits for that resume.
+  struct IdleWait: Sendable {
+    var woken = false
+    var waiter: SettleWaiter?
+  }
   private var settleWaiters: [UInt64: SettleWaiter] = [:]
   private var observers = JobObservers<Output>()
   /// Whether a store must confirm each checkpoint before the work goes past its next pause point
@@ -106,6 +118,16 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// elsewhere: a server job asks its server to cancel. Set for work whose checkpoint is a
   /// ``ServerJobCheckpoint``, and only once there is a checkpoint.
   var runsWorkToCancel = false
+  /// The job's identifier in the ``JobManager`` that holds it.
+  private(set) var managedID: String?
+
+  /// A manager takes the job under `id` (or lets it go, with `nil`). Returns `false` when another
+  /// manager holds it.
+  mutating func claimManagedID(_ id: String?) -> Bool {
+    if id != nil, managedID != nil { return false }
+    managedID = id
+    return true
+  }
 
   /// A new job, or one restored from JSON.
   ///
@@ -140,8 +162,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// `output` wait in the run's attempt).
   var waiterCount: Int { parked.count + settleWaiters.count }
 
-  /// Paused with work in progress that has not reached a pause point yet.
-  var isUnsettled: Bool { status == .paused && activity == .running && parked.isEmpty }
+  /// Paused with work in progress that has not reached a pause point (or an idle wait) yet.
+  var isUnsettled: Bool { status == .paused && activity == .running && parked.isEmpty && idleWaits.isEmpty }
 
   // MARK: - Lifecycle
 
@@ -155,9 +177,12 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
       setStatus(.started, &effects)
       if activity == .idle {
         launch(&effects)
-      } else if !awaitingDurability {
-        effects.resumeParked = Array(parked.values)
-        parked.removeAll()
+      } else {
+        if !awaitingDurability {
+          effects.resumeParked = Array(parked.values)
+          parked.removeAll()
+        }
+        wakeIdleWaits(&effects)  // a server job waiting for its next poll polls at once
       }
     case .started, .canceling, .succeeded, .failed:
       return (false, effects)
@@ -271,6 +296,50 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     if runID == self.runID, activity == .backingOff { activity = .running }
   }
 
+  // MARK: - Idle waits
+
+  /// The work begins a wait between units at a point the job can be stored from: until it ends,
+  /// the job counts as parked (its checkpoint cannot change).
+  mutating func beginIdleWait(_ id: UInt64) -> Effects {
+    var effects = Effects()
+    idleWaits[id] = IdleWait()
+    settle(&effects)
+    return effects
+  }
+
+  /// The wait ended; hands back the continuation of its resume waiter if something left it there
+  /// (the caller resumes it: every continuation is resumed once).
+  mutating func endIdleWait(_ id: UInt64) -> SettleWaiter? {
+    idleWaits.removeValue(forKey: id)?.waiter
+  }
+
+  /// The idle wait `id` waits for a resume. Returns `true` when it must not wait: it was resumed
+  /// already, it ended, or the waiting task is cancelled.
+  mutating func awaitIdleWake(_ id: UInt64, _ waiter: SettleWaiter, taskIsCancelled: Bool) -> Bool {
+    guard !taskIsCancelled, let wait = idleWaits[id], !wait.woken else { return true }
+    idleWaits[id]?.waiter = waiter
+    return false
+  }
+
+  /// The task waiting for the resume of idle wait `id` was cancelled: hands back its continuation
+  /// unless something already resumed it.
+  mutating func takeIdleWake(_ id: UInt64) -> SettleWaiter? {
+    let waiter = idleWaits[id]?.waiter
+    idleWaits[id]?.waiter = nil
+    return waiter
+  }
+
+  /// A resume ends every idle wait in progress.
+  private mutating func wakeIdleWaits(_ effects: inout Effects) {
+    for id in idleWaits.keys {
+      idleWaits[id]?.woken = true
+      if let waiter = idleWaits[id]?.waiter {
+        effects.wakeIdle.append(waiter)
+        idleWaits[id]?.waiter = nil
+      }
+    }
+  }
+
   // MARK: - The context
 
   /// Posts `messages`, then records `checkpoint`, in one step: a store that writes the job on the
@@ -285,6 +354,22 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     checkpointGeneration &+= 1
     if observers.enqueue(.checkpointSaved) { effects.drain = true }
     return effects
+  }
+
+  /// The checkpoint of a paused job whose work cannot change it (not running, parked at a pause
+  /// point, in an idle wait or a backoff), with its generation; `nil` otherwise.
+  func checkableCheckpoint() -> (Checkpoint, UInt64)? {
+    guard status == .paused, !isUnsettled, let checkpoint else { return nil }
+    return (checkpoint, checkpointGeneration)
+  }
+
+  /// Saves `checkpoint` with `messages`, as ``saveCheckpoint(_:posting:)`` does, only if the job is
+  /// still paused with settled work and its checkpoint is still generation `generation`.
+  mutating func saveCheckpointIfSettled(
+    _ checkpoint: Checkpoint, posting messages: [JobMessage], generation: UInt64
+  ) -> (Bool, Effects) {
+    guard status == .paused, !isUnsettled, checkpointGeneration == generation else { return (false, Effects()) }
+    return (true, saveCheckpoint(checkpoint, posting: messages))
   }
 
   // MARK: - Durability

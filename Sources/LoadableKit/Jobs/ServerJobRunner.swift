@@ -26,12 +26,14 @@
 /// - **Poll.** It asks for the status after each delay of ``pollSchedule`` on ``clock`` (by
 ///   default 1 s, 2 s, 4 s … up to 30 s): the longer the job runs, the less often. A run that
 ///   starts from a checkpoint (a job restored from JSON, or a retry after a transient error)
-///   and a job resumed after ``Job/pause()`` ask at once, and the schedule starts over.
+///   and a job resumed after ``Job/pause()`` ask at once, and the schedule starts over — also
+///   when the resume comes in the middle of the wait for the next poll, which it ends.
 /// - **Messages and progress.** Each server message is posted once as a ``JobMessage`` with the
 ///   source ``serverMessageSource``: the checkpoint keeps the highest message number posted,
 ///   across polls, retries and restores. The server's progress is the job's.
-/// - **Pause.** A paused job stops polling at its next poll (the wait in progress ends first)
-///   while the server goes on; ``Job/start()`` asks for the status at once, so a job that
+/// - **Pause.** A paused job stops polling at its next poll while the server goes on; it counts
+///   as parked while it waits for that poll (``Job/waitUntilParked()`` and
+///   ``JobManager/pauseAll()`` return at once); ``Job/start()`` asks for the status at once, so a job that
 ///   finished on the server meanwhile is not submitted again: its result is fetched.
 /// - **Cancel.** ``Job/cancel()`` cancels the run's task; the runner then asks the server to
 ///   cancel the job, from a task that is not cancelled, and waits for the answer before the job
@@ -140,11 +142,17 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
     while true {
       if !pollNow {
         polls += 1
-        try await Self.sleep(on: clock, for: pollSchedule.delay(forAttempt: polls))
+        // Nothing is saved between this wait and the pause point after it: a paused job counts as
+        // parked while it waits, so `pauseAll()` need not wait it out. A resume during the wait
+        // ends it: the poll is at once, and the schedule starts over.
+        if try await context.waitBetweenUnits(for: pollSchedule.delay(forAttempt: polls), on: clock) { polls = 0 }
       }
       pollNow = false
       let wasPaused = !context.signals.isRunning
       try await context.pausePoint()  // a paused job stops polling here; the server goes on
+      // A status check (`JobManager.checkServerJobs()`) may have moved the checkpoint on while the
+      // job was paused: go on from the saved one.
+      if let saved = context.checkpoint { checkpoint = saved }
       if wasPaused { polls = 0 }  // resumed: this poll is at once, and the schedule starts over
       let status = try await service.status(ofJob: id, messagesAfter: checkpoint.messagesSeen)
       let fresh = absorb(status, into: &checkpoint, context: context)
@@ -212,13 +220,5 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
     }
     return CancellationError()
   }
-
-  private static func sleep<C: Clock<Duration>>(on clock: C, for delay: Duration) async throws {
-    try await clock.sleep(for: delay)
-  }
 }
 
-extension Job where Work.Checkpoint == ServerJobCheckpoint {
-  /// The id of the job on the server, once the server accepted it; `nil` before.
-  public var serverJobID: String? { checkpoint?.serverJobID }
-}
