@@ -14,8 +14,8 @@ final class PagedSource: Sendable {
     control = ControlledLoad(ignoresCancellation: ignoresCancellation)
   }
 
-  func makeLoadable(maximumPages: Int? = nil) -> PagedLoadable<Int, String> {
-    PagedLoadable(maximumPages: maximumPages) { [self] cursor in
+  func makeLoadable(name: String = "paged", maximumPages: Int? = nil) -> PagedLoadable<Int, String> {
+    PagedLoadable(name: name, maximumPages: maximumPages) { [self] cursor in
       requests.append(cursor)
       return try await control.operation()
     }
@@ -237,5 +237,22 @@ struct PagedLoadableTests {
     try await load.outcome
     #expect(paged.items == items(0...0))
     #expect(paged.loadStatus == .loaded)
+  }
+
+  /// Each page's request is an attempt of the engine: the paged loadable's instrument hears of
+  /// it, under the page's name.
+  @Test func thePagedLoadablesInstrumentSeesEachPageAttempt() async throws {
+    let source = PagedSource()
+    let paged = source.makeLoadable(name: "search")
+    let instrument = RecordingInstrument()
+    paged.instrument = instrument
+    paged.sync()
+    try await source.control.waitForStart(1)
+    source.control.resolve(page(0, next: 1))
+    await eventually { paged.loadStatus == .loaded }
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    #expect(instrument.starts.map(\.name) == ["search", "search.nextPage(1)"])
+    await eventually { instrument.ends.count == 2 }
+    instrument.expectBalanced()
   }
 }

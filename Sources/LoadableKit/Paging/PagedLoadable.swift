@@ -209,15 +209,27 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
 
   /// The page load in `direction` for `cursor` and the pages `content`: the one in the slot when
   /// it is for them (so callers share it, and its failure sticks), otherwise a new one that
-  /// supersedes it.
+  /// supersedes it. A new one gets this loadable's ``AsyncLoadable/loadOptions`` and
+  /// ``AsyncLoadable/instrument``: a page's request retries and times out as the first page's does.
   private func pageLoad(
     toward direction: PageDirection, cursor: Cursor?, content: PagedContent<Cursor, Item>
   ) -> PageLoadable<Cursor, Item> {
-    let (page, replaced) = slots.withLock(owner: self) { slots -> (PageLoadable<Cursor, Item>, PageLoadable<Cursor, Item>?) in
-      if let current = slots[direction], current.generation == content.generation, current.cursor == cursor {
-        return (current, nil)
+    func isFor(_ page: PageLoadable<Cursor, Item>?) -> Bool {
+      guard let page else { return false }
+      return page.generation == content.generation && page.cursor == cursor
+    }
+    if let current = slots.withLock(owner: self, { slots in isFor(slots[direction]) ? slots[direction] : nil }) {
+      return current
+    }
+    // Made outside the slot's lock: it reads this loadable's settings under the state's lock.
+    let fresh = PageLoadable(owner: self, direction: direction, cursor: cursor, content: content, fetch: fetch)
+    if let settings = state.withLock(owner: self, { $0.extras?.settings }), settings.options != nil || settings.instrument != nil {
+      fresh.withState { state in
+        state.more.settings = LoadableSettings(options: settings.options, name: nil, instrument: settings.instrument)
       }
-      let fresh = PageLoadable(owner: self, direction: direction, cursor: cursor, content: content, fetch: fetch)
+    }
+    let (page, replaced) = slots.withLock(owner: self) { slots -> (PageLoadable<Cursor, Item>, PageLoadable<Cursor, Item>?) in
+      if isFor(slots[direction]), let current = slots[direction] { return (current, nil) }  // another caller was first
       defer { slots[direction] = fresh }
       return (fresh, slots[direction])
     }
