@@ -255,4 +255,32 @@ struct PagedLoadableTests {
     await eventually { instrument.ends.count == 2 }
     instrument.expectBalanced()
   }
+
+  /// The dependency tree shows the next page's load under the paged loadable, beside its
+  /// dependencies, while it runs and after it failed; a page that landed is no longer there.
+  @Test func theDependencyTreeShowsTheNextPagesLoad() async throws {
+    let source = PagedSource()
+    let paged = source.makeLoadable(name: "search")
+    paged.addDependency(AsyncLoadable(name: "portal", content: "portal"))
+    paged.sync()
+    try await source.control.waitForStart(1)
+    source.control.resolve(page(0, next: 1))
+    await eventually { paged.loadStatus == .loaded }
+    let next = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(2)
+    #expect(
+      paged.dependencyTree(showingDurations: false) == """
+        search [loaded]
+        ├─ portal [loaded]
+        └─ search.nextPage(1) [loading] (incidental)
+        """)
+    source.control.fail(Boom(code: 1))
+    await #expect(throws: Boom(code: 1)) { try await next.outcome }
+    #expect(paged.dependencyTree(showingDurations: false).hasSuffix("└─ search.nextPage(1) [failed: Boom(code: 1)] (incidental)"))
+    let retry = Task { try await paged.retryNextPage() }
+    try await source.control.waitForStart(3)
+    source.control.resolve(page(1, next: 2))
+    try await retry.outcome
+    #expect(paged.dependencyTree(showingDurations: false) == "search [loaded]\n└─ portal [loaded]")
+  }
 }

@@ -304,6 +304,13 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
     pageStatusDidChange(direction)
   }
 
+  /// The page loads under way or failed, under the dependencies in the dependency tree (marked
+  /// incidental: the first page does not wait for them).
+  override var treeExtras: [(loadable: any Loadable, kind: DependencyKind)] {
+    let (next, previous) = slots.withLock(owner: self) { ($0.next, $0.previous) }
+    return [previous, next].compactMap { page in page.map { (loadable: $0 as any Loadable, kind: DependencyKind.incidental) } }
+  }
+
   /// Tells observers of `direction`'s page properties that they changed.
   func pageStatusDidChange(_ direction: PageDirection) {
     switch direction {
