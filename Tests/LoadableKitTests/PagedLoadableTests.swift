@@ -283,4 +283,36 @@ struct PagedLoadableTests {
     try await retry.outcome
     #expect(paged.dependencyTree(showingDurations: false) == "search [loaded]\n└─ portal [loaded]")
   }
+
+  /// A caller whose task is cancelled leaves at once; the shared request goes on for the others
+  /// and its page lands.
+  @Test func aCancelledCallerLeavesTheNextPageToTheOthers() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let leaving = Task { try await paged.loadNextPage() }
+    let staying = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(2)
+    await eventually { (paged.pageLoadable(toward: .next)?.waiterCount ?? 0) == 2 }
+    leaving.cancel()
+    await #expect(throws: CancellationError.self) { try await leaving.outcome }
+    #expect(source.control.cancelledCount == 0, "the request goes on")
+    #expect(paged.nextPageStatus == .loading)
+    source.control.resolve(page(1, next: 2))
+    try await staying.outcome
+    #expect(paged.items == items(0...1))
+    #expect(source.control.startCount == 2)
+  }
+
+  /// The paged loadable composes: a `map` over it is a live view that follows the pages.
+  @Test func aMapOverThePagesFollowsEachPage() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let count = paged.map { $0.items.count }
+    #expect(try await count.fetchIfNeeded() == 2)
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    #expect(count.content == 4)
+    try await source.loadNext(paged, resolving: 2, next: nil)
+    #expect(count.content == 6)
+    #expect(count.loadStatus == .loaded)
+  }
 }
