@@ -315,4 +315,46 @@ struct PagedLoadableTests {
     #expect(count.content == 6)
     #expect(count.loadStatus == .loaded)
   }
+
+  /// A handler sees the current state first, then the first page, the next page loading, its
+  /// failure, its retry and the pages it added; a stream sees the newest state.
+  @Test func aHandlerAndAStreamSeeThePagesAndThePageLoads() async throws {
+    let source = PagedSource()
+    let paged = source.makeLoadable()
+    let seen = Recorder<String>()
+    let observation = paged.observePages { snapshot in
+      seen.append("\(snapshot.status) \(snapshot.items.count) next:\(snapshot.nextPageStatus)")
+    }
+    #expect(seen.values == ["notLoaded 0 next:notLoaded"])
+    paged.sync()
+    try await source.control.waitForStart(1)
+    source.control.resolve(page(0, next: 1))
+    await eventually { paged.loadStatus == .loaded }
+    let failing = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(2)
+    source.control.fail(Boom(code: 1))
+    await #expect(throws: Boom(code: 1)) { try await failing.outcome }
+    let retry = Task { try await paged.retryNextPage() }
+    try await source.control.waitForStart(3)
+    source.control.resolve(page(1, next: 2))
+    try await retry.outcome
+    await eventually { seen.values.last == "loaded 4 next:notLoaded" }
+    let states = seen.values
+    for state in ["loading 0 next:notLoaded", "loaded 2 next:notLoaded", "loaded 2 next:loading", "loaded 2 next:failed"] {
+      #expect(states.contains(state), "\(states)")
+    }
+    observation.cancel()
+    let count = seen.count
+    paged.sync()
+    #expect(seen.count == count, "a cancelled observation hears nothing")
+
+    var updates = paged.pageUpdates.makeAsyncIterator()
+    let first = await updates.next()
+    #expect(first?.status == .loading && first?.items.count == 4)
+    try await source.control.waitForStart(4)
+    source.control.resolve(page(0, next: 1))
+    var last = first
+    while last?.status != .loaded { last = await updates.next() }
+    #expect(last?.items.count == 2)
+  }
 }

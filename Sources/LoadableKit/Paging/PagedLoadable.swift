@@ -45,6 +45,8 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
   private let slots = Mutex(Slots())
   /// Observation of the page loads' properties (the first page's go through the engine's).
   private let pageRegistrar = ObservationRegistrar()
+  /// The handlers of ``observePages(_:)``.
+  let observers = Mutex(PageObservers<Cursor, Item>())
 
   struct Slots {
     var next: PageLoadable<Cursor, Item>?
@@ -273,6 +275,7 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
   /// whose change this hook heard late).
   override func statusDidChange() {
     if withState({ $0.status }) == .loading { supersedePageLoads() }
+    pagesDidChange()
   }
 
   /// `load`'s page landed: it joins the pages held, unless its load left the slot (cancelled or
@@ -321,9 +324,10 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
       pageRegistrar.withMutation(of: self, keyPath: \.previousPageStatus) {}
       pageRegistrar.withMutation(of: self, keyPath: \.previousPageError) {}
     }
+    pagesDidChange()
   }
 
-  private func pageState(toward direction: PageDirection) -> (status: LoadStatus, error: (any Error)?) {
+  func pageState(toward direction: PageDirection) -> (status: LoadStatus, error: (any Error)?) {
     guard let page = slots.withLock(owner: self, { $0[direction] }) else { return (.notLoaded, nil) }
     return page.withState { ($0.status, $0.status == .failed ? $0.error : nil) }
   }
