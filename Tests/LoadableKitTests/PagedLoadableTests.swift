@@ -357,4 +357,36 @@ struct PagedLoadableTests {
     while last?.status != .loaded { last = await updates.next() }
     #expect(last?.items.count == 2)
   }
+
+  /// The previous page has the next page's semantics, in its own slot: a failure sticks until
+  /// its retry, a cancel leaves the pages and the next page's load alone.
+  @Test func thePreviousPageFailsStickilyAndCancelsOnItsOwn() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage(maximumPages: 1)
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    #expect(paged.items == items(1...1))
+
+    let failing = Task { try await paged.loadPreviousPage() }
+    try await source.control.waitForStart(3)
+    source.control.fail(Boom(code: 0))
+    await #expect(throws: Boom(code: 0)) { try await failing.outcome }
+    #expect(paged.previousPageStatus == .failed && paged.nextPageStatus == .notLoaded)
+    await #expect(throws: Boom(code: 0)) { try await paged.loadPreviousPage() }
+    #expect(source.control.startCount == 3, "sticky: no request")
+    #expect(paged.items == items(1...1))
+
+    let next = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(4)
+    let previous = Task { try await paged.retryPreviousPage() }
+    try await source.control.waitForStart(5)
+    paged.cancelPreviousPage()
+    await #expect(throws: CancellationError.self) { try await previous.outcome }
+    #expect(paged.previousPageStatus == .notLoaded)
+    #expect(paged.nextPageStatus == .loading, "the next page's load goes on")
+    source.control.resolve(page(2, next: nil))
+    try await next.outcome
+    #expect(paged.items == items(2...2))
+    #expect(paged.content?.droppedPageCount == 2)
+    #expect(source.requests.values == [nil, 1, nil, 2, nil])
+  }
 }
