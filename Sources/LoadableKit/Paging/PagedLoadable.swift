@@ -140,9 +140,10 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
     cancelPage(toward: .next)
   }
 
-  /// The status of the next page's load: ``LoadStatus/notLoaded`` when none runs or failed,
-  /// ``LoadStatus/loading`` while one runs, ``LoadStatus/failed`` after a failure, until a retry
-  /// (a page that loads is added, and the next one is not loaded). Observable.
+  /// The status of the next page's load: ``LoadStatus/loading`` while one runs,
+  /// ``LoadStatus/failed`` after a failure (until a retry or a refresh), otherwise
+  /// ``LoadStatus/notLoaded`` — a page that loads is added to the pages, and the page after it is
+  /// not loaded yet. Observable.
   public var nextPageStatus: LoadStatus {
     pageRegistrar.access(self, keyPath: \.nextPageStatus)
     return pageState(toward: .next).status
