@@ -18,7 +18,7 @@ let package = Package(
       name: "LoadableKitTests",
       dependencies: [
         "LoadableKit", "LoadableKitTesting", "QuickStart", "MapViewer", "Pipelines", "Geocode", "OfflineMapJob",
-        "Thumbnails", "ServerJobs", "ExampleServices", "JobCrashChild", "TestProcessGuard",
+        "Thumbnails", "ServerJobs", "PagedSearch", "ExampleServices", "JobCrashChild", "TestProcessGuard",
       ]
     ),
     // Linked into the test binary: ends it when the `swift test` that started it is gone.
@@ -28,6 +28,7 @@ let package = Package(
 
     // Playgrounds: example executables, `swift run <Name>`. They use only LoadableKit's public API.
     .executableTarget(name: "QuickStart", dependencies: ["LoadableKit"], path: "Playgrounds/QuickStart"),
+    .executableTarget(name: "PagedSearch", dependencies: ["LoadableKit"], path: "Playgrounds/PagedSearch"),
     .executableTarget(
       name: "MapViewer", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/MapViewer",
       exclude: ["README.md"]),

@@ -29,6 +29,8 @@ public struct LoadableError: Error, Hashable, Sendable, CustomStringConvertible 
     public static let dependencyCycle = Code(rawValue: "dependencyCycle")
     /// An attempt did not finish within its timeout.
     public static let timedOut = Code(rawValue: "timedOut")
+    /// A paged source returned a next cursor it had already returned: following it would loop.
+    public static let repeatedCursor = Code(rawValue: "repeatedCursor")
   }
 
   /// The stable code of this error; equality and hashing use only the code.
@@ -61,5 +63,10 @@ public struct LoadableError: Error, Hashable, Sendable, CustomStringConvertible 
   /// An attempt took longer than its timeout and was cancelled.
   public static var timedOut: LoadableError {
     LoadableError(code: .timedOut, message: "the load did not finish in time")
+  }
+  /// A paged source returned a next cursor it had already returned (a bug of the source): a
+  /// ``PagedLoadable`` fails that page with this error rather than load the same pages forever.
+  public static var repeatedCursor: LoadableError {
+    LoadableError(code: .repeatedCursor, message: "the source returned a next cursor it had returned before")
   }
 }

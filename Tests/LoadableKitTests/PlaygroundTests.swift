@@ -142,6 +142,41 @@ struct PlaygroundTests {
     #expect(lines.last == "Done.")
   }
 
+  @Test func pagedSearchScrollsRidesOutAFailedPageAndRefreshes() async throws {
+    let (output, status) = try await runPlayground("PagedSearch")
+    #expect(status == 0)
+    func lines(_ heading: String) -> [String] { section(output, heading).map(squeezed) }
+    let park1to5 = "Brookside Park, Caroline Park, Ford Park, Hillside Memorial, Jennie Davis Park"
+    let park6to10 = "Key Park, Prospect Park, Redlands Bowl, Smiley Park, Sylvan Park"
+
+    // 2. Three callers, one request for the next page; the first page shown meanwhile.
+    let scroll = lines("▸ 2.")
+    #expect(scroll.filter { $0.hasPrefix("→ GET") } == ["→ GET /sharing/rest/search?q=parks&start=6&num=5"])
+    #expect(scroll.contains("next page: loading, the first page still shown: 5 items"))
+    #expect(scroll.contains("2 page(s) held: \(park1to5), \(park6to10)"))
+
+    // 3. The failure keeps the pages and sticks (no request) until the retry.
+    let failure = lines("▸ 3.")
+    #expect(failure.contains("loadNextPage() threw: 503 Service Unavailable"))
+    #expect(failure.contains("again, without a request: 503 Service Unavailable"))
+    #expect(failure.contains("requests made meanwhile: 0"))
+    #expect(failure.contains("status: loaded, next page: failed"))
+    #expect(failure.filter { $0.hasPrefix("→ GET") }.count == 2)
+    #expect(failure.last { $0.hasPrefix("2 page(s) held") }?.hasPrefix("2 page(s) held, 1 dropped before: Key Park") == true)
+
+    // 4. The dropped first page loads again from its cursor.
+    #expect(lines("▸ 4.").contains("2 page(s) held: \(park1to5), \(park6to10)"))
+
+    // 5. The refresh supersedes the next page at once; the fresh first page replaces the pages.
+    let refresh = lines("▸ 5.")
+    #expect(refresh.contains("after sync(): status loading, next page notLoaded"))
+    #expect(refresh.contains("1 page(s) held: \(park1to5)"))
+
+    // 6. The failed next page in the dependency tree.
+    #expect(Array(lines("▸ 6.").prefix { !$0.isEmpty }.suffix(3)) == ["search [loaded]", "├─ portal [loaded]", "└─ search.nextPage(6) [failed: 503 Service Unavailable] (incidental)"])
+    #expect(output.hasSuffix("Done.\n"))
+  }
+
   @Test func mapViewerTracesTheOutageTheRetryTheCancelAndTheOverride() async throws {
     let (output, status) = try await runPlayground("MapViewer")
     #expect(status == 0)

@@ -628,6 +628,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// override it (see ``needsSync``).
   var hasStaleSources: Bool { false }
 
+  /// What the dependency tree shows under this loadable besides its dependencies: a paged
+  /// loadable's page loads under way or failed. None by default.
+  var treeExtras: [(loadable: any Loadable, kind: DependencyKind)] { [] }
+
   /// Called after an attempt's outcome was stored (or the attempt was cancelled or undone) and
   /// observers were told, before its callers resume. A live view applies the source changes that
   /// arrived while the attempt ran.

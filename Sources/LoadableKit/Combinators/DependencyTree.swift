@@ -103,7 +103,8 @@ protocol TreeDescribable {
 extension AsyncLoadable: TreeDescribable {
   var treeInfo: (label: String, duration: Duration?, children: [(loadable: any Loadable, kind: DependencyKind)]) {
     let duration = state.withLock(owner: self) { $0.extras?.lastDuration }.map { Duration.nanoseconds($0) }
-    return (displayName, duration, dependencies)
+    let extras = treeExtras
+    return (displayName, duration, extras.isEmpty ? dependencies : dependencies + extras)
   }
 }
 

@@ -1,0 +1,80 @@
+import Synchronization
+
+/// The loadable of one page after (or before) the pages a ``PagedLoadable`` holds: each page
+/// load is an attempt of the engine, so callers share it, a failure sticks until a retry,
+/// `cancelLoad()` cancels it, and observers and instruments see it as they see any attempt.
+///
+/// It lives in its paged loadable's slot for its direction until it lands (its page is added and
+/// the slot emptied), is cancelled, or is superseded by a refresh.
+final class PageLoadable<Cursor: Hashable & Sendable, Item: Sendable>: AsyncLoadable<Page<Cursor, Item>>, @unchecked Sendable {
+  /// Why a page load left its slot before it landed.
+  enum Retirement: UInt8 {
+    case none = 0
+    /// ``PagedLoadable/cancelNextPage()`` or ``PagedLoadable/cancelPreviousPage()``.
+    case cancelled = 1
+    /// A refresh of the first page, or pages that changed under it: its callers wait for the
+    /// paged loadable instead.
+    case superseded = 2
+  }
+
+  let direction: PageDirection
+  /// The cursor this page loads with (`nil`: the first page of the list, loaded again after the
+  /// bound dropped it).
+  let cursor: Cursor?
+  /// The generation of the pages it extends (see ``PagedContent``).
+  let generation: UInt64
+  /// The cursors before this page when it was made, to catch a source that loops.
+  let seenCursors: Set<Cursor>
+  let fetch: @Sendable (Cursor?) async throws -> Page<Cursor, Item>
+  /// Weak: the paged loadable holds this page in its slot. Set once, in `init`.
+  weak let owner: PagedLoadable<Cursor, Item>?
+  private let retirementCode = Atomic<UInt8>(Retirement.none.rawValue)
+
+  init(
+    owner: PagedLoadable<Cursor, Item>, direction: PageDirection, cursor: Cursor?, content: PagedContent<Cursor, Item>,
+    fetch: @escaping @Sendable (Cursor?) async throws -> Page<Cursor, Item>
+  ) {
+    self.owner = owner
+    self.direction = direction
+    self.cursor = cursor
+    self.generation = content.generation
+    self.seenCursors = content.seenCursors
+    self.fetch = fetch
+    super.init()
+  }
+
+  var retirement: Retirement { Retirement(rawValue: retirementCode.load(ordering: .acquiring)) ?? .none }
+
+  /// Marks the page retired for `reason` and cancels its attempt, if one runs.
+  func retire(_ reason: Retirement) {
+    retirementCode.store(reason.rawValue, ordering: .releasing)
+    cancelLoad()
+  }
+
+  override func performLoad() async throws -> Page<Cursor, Item> {
+    let page = try await fetch(cursor)
+    if direction == .next, let cursor, let next = page.nextCursor, next == cursor || seenCursors.contains(next) {
+      throw LoadableError(code: .repeatedCursor, message: "the source returned the next cursor \(next) a second time")
+    }
+    return page
+  }
+
+  /// The attempt landed: the page joins the pages held (before its callers resume, so that a
+  /// caller of ``PagedLoadable/loadNextPage()`` finds it there).
+  override func attemptDidEnd(committed: Bool) {
+    guard committed, let page = loadedContent() else { return }
+    owner?.pageLanded(page, from: self)
+  }
+
+  /// The paged loadable's observers of this direction hear of every status change.
+  override func statusDidChange() {
+    owner?.pageStatusDidChange(direction)
+  }
+}
+
+extension PageLoadable: ContextualNaming {
+  var contextualName: String {
+    let side = direction == .next ? "nextPage" : "previousPage"
+    return "\(owner?.displayName ?? "PagedLoadable").\(side)(\(cursor.map { "\($0)" } ?? "first"))"
+  }
+}

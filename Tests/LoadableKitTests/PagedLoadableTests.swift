@@ -1,0 +1,392 @@
+@testable import LoadableKit
+import LoadableKitTesting
+import Observation
+import Synchronization
+import Testing
+
+/// A paged source the test drives: page `k` (the first page for the cursor `nil`) holds
+/// `"k.a"` and `"k.b"`; each request records its cursor and waits for the test.
+final class PagedSource: Sendable {
+  let control: ControlledLoad<Page<Int, String>>
+  let requests = Recorder<Int?>()
+
+  init(ignoresCancellation: Bool = false) {
+    control = ControlledLoad(ignoresCancellation: ignoresCancellation)
+  }
+
+  func makeLoadable(name: String = "paged", maximumPages: Int? = nil) -> PagedLoadable<Int, String> {
+    PagedLoadable(name: name, maximumPages: maximumPages) { [self] cursor in
+      requests.append(cursor)
+      return try await control.operation()
+    }
+  }
+
+  /// A paged loadable with its first page loaded (`0.a`, `0.b`, next cursor 1).
+  func loadedFirstPage(maximumPages: Int? = nil) async throws -> PagedLoadable<Int, String> {
+    let paged = makeLoadable(maximumPages: maximumPages)
+    paged.sync()
+    try await control.waitForStart(1)
+    control.resolve(page(0, next: 1))
+    await eventually { paged.loadStatus == .loaded }
+    return paged
+  }
+
+  /// Loads the next page of `paged`, resolving it with page `number`.
+  func loadNext(_ paged: PagedLoadable<Int, String>, resolving number: Int, next: Int?) async throws {
+    let started = control.startCount
+    let task = Task { try await paged.loadNextPage() }
+    try await control.waitForStart(started + 1)
+    control.resolve(page(number, next: next))
+    try await task.outcome
+  }
+}
+
+func page(_ number: Int, next: Int?, tag: String = "") -> Page<Int, String> {
+  Page(items: ["\(number)\(tag).a", "\(number)\(tag).b"], nextCursor: next)
+}
+
+func items(_ numbers: ClosedRange<Int>) -> [String] {
+  numbers.flatMap { ["\($0).a", "\($0).b"] }
+}
+
+@Suite("PagedLoadable", .timeLimit(.minutes(1)))
+struct PagedLoadableTests {
+  @Test func nextPageCallersShareOneRequest() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let callers = 100
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for _ in 0..<callers {
+        group.addTask { try await paged.loadNextPage() }
+      }
+      await eventually { (paged.pageLoadable(toward: .next)?.waiterCount ?? 0) == callers }
+      #expect(source.control.startCount == 2, "one request for the next page")
+      #expect(paged.items == items(0...0), "the pages so far stay readable")
+      #expect(paged.nextPageStatus == .loading)
+      #expect(paged.loadStatus == .loaded)
+      source.control.resolve(page(1, next: 2))
+      try await group.waitForAll()
+    }
+    #expect(paged.items == items(0...1))
+    #expect(source.requests.values == [nil, 1])
+    #expect(paged.nextPageStatus == .notLoaded)
+    #expect(paged.hasNextPage)
+  }
+
+  @Test func aFailedMiddlePageKeepsThePagesAndSticksUntilItsRetry() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    try await source.loadNext(paged, resolving: 1, next: 2)
+
+    let failing = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(3)
+    source.control.fail(Boom(code: 2))
+    await #expect(throws: Boom(code: 2)) { try await failing.outcome }
+    #expect(paged.items == items(0...1), "every loaded page is kept")
+    #expect(paged.loadStatus == .loaded, "only the next page failed")
+    #expect(paged.nextPageStatus == .failed)
+    #expect(paged.nextPageError as? Boom == Boom(code: 2))
+
+    // Sticky: loading again throws the stored error without a request.
+    await #expect(throws: Boom(code: 2)) { try await paged.loadNextPage() }
+    #expect(source.control.startCount == 3)
+
+    let retry = Task { try await paged.retryNextPage() }
+    try await source.control.waitForStart(4)
+    #expect(paged.nextPageStatus == .loading)
+    source.control.resolve(page(2, next: nil))
+    try await retry.outcome
+    #expect(paged.items == items(0...2))
+    #expect(source.requests.values == [nil, 1, 2, 2])
+    #expect(!paged.hasNextPage)
+    #expect(paged.nextPageStatus == .notLoaded && paged.nextPageError == nil)
+    try await paged.loadNextPage()  // the last page: nothing to load
+    #expect(source.control.startCount == 4)
+  }
+
+  @Test func cancellingTheNextPageLeavesThePagesAsTheyWere() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let versionBefore = paged.withState { $0.contentVersion }
+    let next = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(2)
+    paged.cancelNextPage()
+    await #expect(throws: CancellationError.self) { try await next.outcome }
+    #expect(source.control.cancelledCount == 1, "the request's task was cancelled")
+    #expect(paged.items == items(0...0))
+    #expect(paged.withState { $0.contentVersion } == versionBefore)
+    #expect(paged.loadStatus == .loaded)
+    #expect(paged.nextPageStatus == .notLoaded, "a cancel is not a failure to retry")
+
+    // The next call starts a fresh request for the same page.
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    #expect(paged.items == items(0...1))
+    #expect(source.requests.values == [nil, 1, 1])
+  }
+
+  @Test func aRefreshSupersedesTheNextPageAndReplacesThePagesWhenItLands() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    let next = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(3)
+
+    paged.sync()  // the refresh
+    #expect(source.control.cancelledCount == 1, "the next page's request was cancelled at once")
+    #expect(paged.nextPageStatus == .notLoaded)
+    try await source.control.waitForStart(4)
+    #expect(paged.loadStatus == .loading)
+    #expect(paged.items == items(0...1), "the old pages stay until the fresh first page lands")
+    // The next page's caller now waits for the fresh first page.
+    await eventually { paged.waiterCount == 1 }
+
+    source.control.resolve(page(0, next: 1, tag: "'"))
+    try await next.outcome
+    #expect(paged.loadStatus == .loaded)
+    #expect(paged.items == ["0'.a", "0'.b"], "the fresh first page replaced every page")
+    #expect(source.requests.values == [nil, 1, 2, nil])
+    #expect(paged.hasNextPage && !paged.hasPreviousPage)
+  }
+
+  @Test func thePageBoundDropsTheFarEndWhichLoadsAgainFromItsCursor() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage(maximumPages: 2)
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    #expect(!paged.hasPreviousPage)
+    try await source.loadNext(paged, resolving: 2, next: 3)
+    #expect(paged.items == items(1...2), "the first page was dropped")
+    #expect(paged.hasPreviousPage)
+    #expect(paged.content?.droppedPageCount == 1)
+
+    let previous = Task { try await paged.loadPreviousPage() }
+    try await source.control.waitForStart(4)
+    #expect(paged.previousPageStatus == .loading)
+    source.control.resolve(page(0, next: 1))
+    try await previous.outcome
+    #expect(paged.items == items(0...1), "the first page is back, the last one dropped")
+    #expect(!paged.hasPreviousPage)
+    #expect(paged.hasNextPage)
+    try await paged.loadPreviousPage()  // nothing before the first page
+    #expect(source.control.startCount == 4)
+
+    try await source.loadNext(paged, resolving: 2, next: 3)
+    #expect(paged.items == items(1...2))
+    #expect(source.requests.values == [nil, 1, 2, nil, 2])
+  }
+
+  @Test func aCursorThatRepeatsIsATypedErrorNotALoop() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    try await source.loadNext(paged, resolving: 1, next: 2)
+
+    // Page 2 points back to page 1.
+    let loop = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(3)
+    source.control.resolve(page(2, next: 1))
+    await #expect(throws: LoadableError.repeatedCursor) { try await loop.outcome }
+    #expect(paged.items == items(0...1))
+    #expect(paged.nextPageError as? LoadableError == .repeatedCursor)
+
+    // Page 2 points to itself.
+    let again = Task { try await paged.retryNextPage() }
+    try await source.control.waitForStart(4)
+    source.control.resolve(page(2, next: 2))
+    await #expect(throws: LoadableError.repeatedCursor) { try await again.outcome }
+    #expect(paged.items == items(0...1))
+    #expect(source.requests.values == [nil, 1, 2, 2])
+  }
+
+  @Test func observersSeeTheNextPageLoadAndThePagesChange() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let statusChanged = Recorder<Bool>()
+    withObservationTracking {
+      _ = paged.nextPageStatus
+    } onChange: {
+      statusChanged.append(true)
+    }
+    let itemsChanged = Recorder<Bool>()
+    withObservationTracking {
+      _ = paged.items
+    } onChange: {
+      itemsChanged.append(true)
+    }
+    let next = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(2)
+    await eventually { statusChanged.count == 1 }
+    #expect(itemsChanged.count == 0)
+    source.control.resolve(page(1, next: 2))
+    try await next.outcome
+    #expect(itemsChanged.count == 1)
+  }
+
+  /// Before the first page, the next page is the first page: an attempt of the engine, which
+  /// loads the paged loadable's declared dependency (a search's portal) first.
+  @Test func theFirstPageIsTheNextPageAndLoadsItsDependencyFirst() async throws {
+    let portal = ControlledLoad<String>()
+    let portalLoadable = portal.makeLoadable()
+    let source = PagedSource()
+    let paged = source.makeLoadable()
+    paged.addDependency(portalLoadable)
+    let load = Task { try await paged.loadNextPage() }
+    try await portal.waitForStart()
+    #expect(source.control.startCount == 0, "the first page waits for its portal")
+    portal.resolve("portal")
+    try await source.control.waitForStart()
+    source.control.resolve(page(0, next: 1))
+    try await load.outcome
+    #expect(paged.items == items(0...0))
+    #expect(paged.loadStatus == .loaded)
+  }
+
+  /// Each page's request is an attempt of the engine: the paged loadable's instrument hears of
+  /// it, under the page's name.
+  @Test func thePagedLoadablesInstrumentSeesEachPageAttempt() async throws {
+    let source = PagedSource()
+    let paged = source.makeLoadable(name: "search")
+    let instrument = RecordingInstrument()
+    paged.instrument = instrument
+    paged.sync()
+    try await source.control.waitForStart(1)
+    source.control.resolve(page(0, next: 1))
+    await eventually { paged.loadStatus == .loaded }
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    #expect(instrument.starts.map(\.name) == ["search", "search.nextPage(1)"])
+    await eventually { instrument.ends.count == 2 }
+    instrument.expectBalanced()
+  }
+
+  /// The dependency tree shows the next page's load under the paged loadable, beside its
+  /// dependencies, while it runs and after it failed; a page that landed is no longer there.
+  @Test func theDependencyTreeShowsTheNextPagesLoad() async throws {
+    let source = PagedSource()
+    let paged = source.makeLoadable(name: "search")
+    paged.addDependency(AsyncLoadable(name: "portal", content: "portal"))
+    paged.sync()
+    try await source.control.waitForStart(1)
+    source.control.resolve(page(0, next: 1))
+    await eventually { paged.loadStatus == .loaded }
+    let next = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(2)
+    #expect(
+      paged.dependencyTree(showingDurations: false) == """
+        search [loaded]
+        ├─ portal [loaded]
+        └─ search.nextPage(1) [loading] (incidental)
+        """)
+    source.control.fail(Boom(code: 1))
+    await #expect(throws: Boom(code: 1)) { try await next.outcome }
+    #expect(paged.dependencyTree(showingDurations: false).hasSuffix("└─ search.nextPage(1) [failed: Boom(code: 1)] (incidental)"))
+    let retry = Task { try await paged.retryNextPage() }
+    try await source.control.waitForStart(3)
+    source.control.resolve(page(1, next: 2))
+    try await retry.outcome
+    #expect(paged.dependencyTree(showingDurations: false) == "search [loaded]\n└─ portal [loaded]")
+  }
+
+  /// A caller whose task is cancelled leaves at once; the shared request goes on for the others
+  /// and its page lands.
+  @Test func aCancelledCallerLeavesTheNextPageToTheOthers() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let leaving = Task { try await paged.loadNextPage() }
+    let staying = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(2)
+    await eventually { (paged.pageLoadable(toward: .next)?.waiterCount ?? 0) == 2 }
+    leaving.cancel()
+    await #expect(throws: CancellationError.self) { try await leaving.outcome }
+    #expect(source.control.cancelledCount == 0, "the request goes on")
+    #expect(paged.nextPageStatus == .loading)
+    source.control.resolve(page(1, next: 2))
+    try await staying.outcome
+    #expect(paged.items == items(0...1))
+    #expect(source.control.startCount == 2)
+  }
+
+  /// The paged loadable composes: a `map` over it is a live view that follows the pages.
+  @Test func aMapOverThePagesFollowsEachPage() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let count = paged.map { $0.items.count }
+    #expect(try await count.fetchIfNeeded() == 2)
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    #expect(count.content == 4)
+    try await source.loadNext(paged, resolving: 2, next: nil)
+    #expect(count.content == 6)
+    #expect(count.loadStatus == .loaded)
+  }
+
+  /// A handler sees the current state first, then the first page, the next page loading, its
+  /// failure, its retry and the pages it added; a stream sees the newest state.
+  @Test func aHandlerAndAStreamSeeThePagesAndThePageLoads() async throws {
+    let source = PagedSource()
+    let paged = source.makeLoadable()
+    let seen = Recorder<String>()
+    let observation = paged.observePages { snapshot in
+      seen.append("\(snapshot.status) \(snapshot.items.count) next:\(snapshot.nextPageStatus)")
+    }
+    #expect(seen.values == ["notLoaded 0 next:notLoaded"])
+    paged.sync()
+    try await source.control.waitForStart(1)
+    source.control.resolve(page(0, next: 1))
+    await eventually { paged.loadStatus == .loaded }
+    let failing = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(2)
+    source.control.fail(Boom(code: 1))
+    await #expect(throws: Boom(code: 1)) { try await failing.outcome }
+    let retry = Task { try await paged.retryNextPage() }
+    try await source.control.waitForStart(3)
+    source.control.resolve(page(1, next: 2))
+    try await retry.outcome
+    await eventually { seen.values.last == "loaded 4 next:notLoaded" }
+    let states = seen.values
+    for state in ["loading 0 next:notLoaded", "loaded 2 next:notLoaded", "loaded 2 next:loading", "loaded 2 next:failed"] {
+      #expect(states.contains(state), "\(states)")
+    }
+    observation.cancel()
+    let count = seen.count
+    paged.sync()
+    #expect(seen.count == count, "a cancelled observation hears nothing")
+
+    var updates = paged.pageUpdates.makeAsyncIterator()
+    let first = await updates.next()
+    #expect(first?.status == .loading && first?.items.count == 4)
+    try await source.control.waitForStart(4)
+    source.control.resolve(page(0, next: 1))
+    var last = first
+    while last?.status != .loaded { last = await updates.next() }
+    #expect(last?.items.count == 2)
+  }
+
+  /// The previous page has the next page's semantics, in its own slot: a failure sticks until
+  /// its retry, a cancel leaves the pages and the next page's load alone.
+  @Test func thePreviousPageFailsStickilyAndCancelsOnItsOwn() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage(maximumPages: 1)
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    #expect(paged.items == items(1...1))
+
+    let failing = Task { try await paged.loadPreviousPage() }
+    try await source.control.waitForStart(3)
+    source.control.fail(Boom(code: 0))
+    await #expect(throws: Boom(code: 0)) { try await failing.outcome }
+    #expect(paged.previousPageStatus == .failed && paged.nextPageStatus == .notLoaded)
+    await #expect(throws: Boom(code: 0)) { try await paged.loadPreviousPage() }
+    #expect(source.control.startCount == 3, "sticky: no request")
+    #expect(paged.items == items(1...1))
+
+    let next = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(4)
+    let previous = Task { try await paged.retryPreviousPage() }
+    try await source.control.waitForStart(5)
+    paged.cancelPreviousPage()
+    await #expect(throws: CancellationError.self) { try await previous.outcome }
+    #expect(paged.previousPageStatus == .notLoaded)
+    #expect(paged.nextPageStatus == .loading, "the next page's load goes on")
+    source.control.resolve(page(2, next: nil))
+    try await next.outcome
+    #expect(paged.items == items(2...2))
+    #expect(paged.content?.droppedPageCount == 2)
+    #expect(source.requests.values == [nil, 1, nil, 2, nil])
+  }
+}
