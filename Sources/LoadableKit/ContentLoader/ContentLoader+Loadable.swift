@@ -99,6 +99,26 @@ extension ContentLoader {
       slots.append((counter &+ 1, kept.version, now, keptCost))
       return (kept.value, dropped)
     }
+
+    /// Applies the version rule to a local write: a value not newer than the value held — the
+    /// content, or else the prior value — is refused (`nil`). Otherwise records its version under
+    /// the counter the content will have, and returns the versions let go of (released by the
+    /// caller, outside the lock).
+    mutating func write(
+      _ written: (value: Value, version: Version), cost writtenCost: Int, counter: UInt64, content: Value?,
+      now: Duration
+    ) -> [Version]? {
+      let held = counter > 0 ? content : prior?.value
+      if held != nil, let heldVersion = version(at: counter), !(written.version > heldVersion) { return nil }
+      var dropped: [Version] = []
+      slots.removeAll { slot in
+        guard slot.counter < counter || slot.counter == counter &+ 1 else { return false }
+        dropped.append(slot.version)
+        return true
+      }
+      slots.append((counter &+ 1, written.version, now, writtenCost))
+      return dropped
+    }
   }
 
   /// One key's entry: the key's loadable, whose attempts call the data source.
@@ -135,6 +155,8 @@ extension ContentLoader {
     var shown: Shown?
     /// Refreshed since the value was loaded: the next first claim loads again.
     var isStale = false
+    /// A local write set the content: the next sync tells it as a load's result.
+    var wrote = false
     /// A refresh came while an attempt ran: start another when it ends, if still claimed.
     var refreshPending = false
     /// Loader-wide marks of the last refresh and of when the running attempt was first seen: only
@@ -239,6 +261,23 @@ extension ContentLoader {
       guard let (value, dropped) = kept else { throw CancellationError() }
       _ = dropped  // released here, after the locks
       return value
+    }
+
+    /// A local write (``ContentLoader/set(_:version:for:)``), under the version rule: `nil` when
+    /// refused. Otherwise the loadable's effects — a running attempt superseded, its waiters
+    /// answered with the value — to perform after the locks, and the versions let go of.
+    func write(_ value: Value, version: Version, cost: Int, now: Duration) -> (LoadStateMachine.Effects, [Version])? {
+      let box = ContentBox(value)
+      // Under the loadable's lock, then the versions' (the order of `loadAndKeep`): no attempt
+      // lands between the check and the write.
+      return withState { state -> (LoadStateMachine.Effects, [Version])? in
+        let content = state.content(as: Value.self)
+        let dropped = versions.withLock(owner: self) {
+          $0.write((value, version), cost: cost, counter: state.contentVersion, content: content, now: now)
+        }
+        guard let dropped else { return nil }
+        return (state.write(box), dropped)
+      }
     }
 
     /// Stale after a refresh or an invalidation, and when older than the loader's `staleAfter`.

@@ -65,6 +65,8 @@ extension ContentLoaderState {
       previous == nil || previous!.status != read.status || previous!.contentVersion != read.contentVersion
       || previous!.attempt !== read.attempt
     guard changed else { return nil }
+    let wrote = entry.wrote
+    entry.wrote = false
     if let old = previous?.attempt, old !== read.attempt {
       attemptEnded(entry, old, &effects)
       effects.released.attempts.append(old)
@@ -85,6 +87,12 @@ extension ContentLoaderState {
         return nil
       }
       return .loading
+    }
+    // A local write on a key that was not loading: told as a load's result.
+    if wrote, read.attempt == nil, read.status == .loaded, read.contentVersion != previous?.contentVersion,
+      previous?.attempt == nil
+    {
+      return .loaded
     }
     guard read.attempt == nil, let previous, previous.attempt != nil else { return ShownChange.none }
     switch read.status {

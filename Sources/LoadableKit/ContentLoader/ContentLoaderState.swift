@@ -143,6 +143,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     var sinks: [Loader.ClaimSink] = []
     var snapshots: [Snapshot] = []
     var contents: [LoadSnapshot<Value>] = []
+    /// Versions a local write let go of.
+    var versions: [Version] = []
   }
 
   // MARK: - State
