@@ -21,7 +21,7 @@ struct ContentLoaderWriteTests {
     // Loaded and fresh: a claim shows it and does not load.
     let claim = loader.begin(1)
     #expect(claim.snapshot.status == .loaded && claim.snapshot.value == "edited")
-    #expect(source.stats.started == 0)
+    #expect(source.stats.startedPerKey[1] == nil)
     claim.end()
   }
 
