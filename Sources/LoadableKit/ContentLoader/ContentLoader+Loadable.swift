@@ -157,6 +157,9 @@ extension ContentLoader {
     var isStale = false
     /// A local write set the content: the next sync tells it as a load's result.
     var wrote = false
+    /// ``ContentLoader/remove(_:)`` dropped the value: the next sync tells the fresh load, even
+    /// one that superseded a load already shown.
+    var forgot = false
     /// A refresh came while an attempt ran: start another when it ends, if still claimed.
     var refreshPending = false
     /// Loader-wide marks of the last refresh and of when the running attempt was first seen: only
@@ -277,6 +280,22 @@ extension ContentLoader {
         }
         guard let dropped else { return nil }
         return (state.write(box), dropped)
+      }
+    }
+
+    /// ``ContentLoader/remove(_:)``: drops the content, the prior value and the versions, under
+    /// the loadable's lock, then the versions'. Returns what the loadable did and the version
+    /// table let go of (released by the caller, outside the locks).
+    func forgetAll() -> (LoadStateMachine.ForgetOutcome, Versions) {
+      withState { state in
+        let table = versions.withLock(owner: self) { versions -> Versions in
+          let old = versions
+          versions.prior = nil
+          versions.priorCost = 0
+          versions.slots = []
+          return old
+        }
+        return (state.forget(), table)
       }
     }
 

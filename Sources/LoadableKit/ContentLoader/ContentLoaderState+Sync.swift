@@ -67,6 +67,8 @@ extension ContentLoaderState {
     guard changed else { return nil }
     let wrote = entry.wrote
     entry.wrote = false
+    let forgot = entry.forgot
+    entry.forgot = false
     if let old = previous?.attempt, old !== read.attempt {
       attemptEnded(entry, old, &effects)
       effects.released.attempts.append(old)
@@ -81,7 +83,8 @@ extension ContentLoaderState {
       entry.attemptMark = makeID()
       // A load that superseded the one shown (a refresh, SPEC §5) is no change to tell: the key
       // was loading and still is, with the same value.
-      if let previous, previous.attempt != nil, previous.status == .loading, read.status == .loading,
+      // A removal's fresh load is: the value went.
+      if !forgot, let previous, previous.attempt != nil, previous.status == .loading, read.status == .loading,
         previous.contentVersion == read.contentVersion
       {
         return nil
