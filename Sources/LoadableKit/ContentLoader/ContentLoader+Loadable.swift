@@ -41,6 +41,8 @@ extension ContentLoader {
     var contentVersion: UInt64
     /// The attempt running then; kept to tell, when it is gone, whether it returned.
     var attempt: LoadStateMachine.Attempt?
+    /// Whether its load waited for a slot of the load limit.
+    var waiting = false
   }
 
   struct GraceTimer: Sendable {
@@ -237,6 +239,8 @@ extension ContentLoader {
       // The place its claim reserved in the queue, if any, is its attempt's own.
       try await limiter.acquire(ObjectIdentifier(self), attempt: attempt, priority: priority)
       defer { limiter.release() }
+      // Its claims hear that it no longer waits for a slot (``Snapshot/isWaitingForSlot``).
+      loader.changed(self)
       // The claims may have let go of this attempt while it waited, and its task not be cancelled
       // yet (that comes right after the loader's lock): it is no longer the loadable's attempt, so
       // it gives the slot back without calling the data source.

@@ -285,6 +285,22 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
 
   // MARK: - Reading and refreshing
 
+  /// How many of the loader's loads wait for a slot of `maximumConcurrentLoads`, and how many
+  /// run, in one read: a list's "12 queued, 6 loading".
+  ///
+  /// With a limit, `running` counts the slots taken — loads calling the data source, and slots
+  /// kept for a load whose task has not come for it yet — and `waiting` the loads queued for one
+  /// (``Snapshot/isWaitingForSlot``). Without a limit nothing waits, and `running` counts the keys
+  /// that are loading.
+  ///
+  /// - Complexity: O(1) with a limit; O(n) in the number of entries without one.
+  public var loadCounts: (waiting: Int, running: Int) {
+    if let limiter { return limiter.counts }
+    return withState { state in
+      (0, state.index.values.reduce(0) { $0 + ($1.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code ? 1 : 0) })
+    }
+  }
+
   /// The key's current snapshot, or `nil` when the loader holds no entry for it.
   @inlinable
   public func snapshot(for key: Key) -> Snapshot? {
