@@ -358,6 +358,49 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     perform(withState { $0.refresh(chosen, loading: false) })
   }
 
+  /// ``refresh(_:)`` for every key whose snapshot `predicate` chooses: "every thumbnail older than
+  /// version 7", "every failed key".
+  ///
+  /// Decided atomically with the loader's state, without running `predicate` under the lock: the
+  /// snapshots of every key are taken in one step of the loader's lock (a consistent view across
+  /// keys), `predicate` is called on them outside it, and then, in one more step, each key chosen
+  /// is refreshed only if its state is still the one its snapshot showed — the same entry, status,
+  /// value and running load. A key that changed in between (a load ended, a write landed, it was
+  /// removed) is skipped: `predicate` never saw its current state. Call again to decide on it.
+  ///
+  /// - Parameter predicate: Whether to refresh a key, given its snapshot. Called outside the
+  ///   lock, once per key held when the call starts; it may call the loader.
+  /// - Returns: The keys refreshed.
+  /// - Complexity: O(n) in the number of entries.
+  @discardableResult
+  public func refresh(matching predicate: (Snapshot) throws -> Bool) rethrows -> [Key] {
+    try act(matching: predicate, loading: true)
+  }
+
+  /// ``invalidate(where:)`` for every key whose snapshot `predicate` chooses: each is marked
+  /// stale, and loads at its next first claim (or its loadable's next `fetchIfNeeded()`).
+  ///
+  /// Decided as ``refresh(matching:)`` decides: on snapshots taken in one step, with `predicate`
+  /// outside the lock, acting only on keys whose state has not changed since.
+  ///
+  /// - Returns: The keys invalidated.
+  /// - Complexity: O(n) in the number of entries.
+  @discardableResult
+  public func invalidate(matching predicate: (Snapshot) throws -> Bool) rethrows -> [Key] {
+    try act(matching: predicate, loading: false)
+  }
+
+  private func act(matching predicate: (Snapshot) throws -> Bool, loading: Bool) rethrows -> [Key] {
+    let taken = withState { $0.takeSnapshots() }
+    var chosen: [(entry: KeyedLoadable, stamp: State.Stamp)] = []
+    for item in taken where try predicate(item.snapshot) { chosen.append((item.entry, item.stamp)) }
+    let (acted, effects) = withState { [chosen] in $0.refresh(chosen: chosen, loading: loading) }
+    perform(effects)
+    // The snapshots, the attempts the stamps hold and the entries are released here, after the lock.
+    withExtendedLifetime((taken, chosen)) {}
+    return acted
+  }
+
   /// The keys held, copied out of the lock.
   func keys() -> [Key] {
     withState { Array($0.index.keys) }
