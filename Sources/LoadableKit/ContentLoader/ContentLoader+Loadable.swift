@@ -303,6 +303,15 @@ extension ContentLoader {
       }
     }
 
+    /// A caller answered with a value gets that value: a key's content may be dropped
+    /// (``ContentLoader/remove(_:)``) between the answer and the caller's return, and the
+    /// default check reads the content again then. A key's loadable cannot be subclassed, so
+    /// `isContentAvailable` is the default, `content != nil`, which the answer itself tells.
+    override func checkedContent(_ content: Value?) throws -> Value {
+      guard let content else { throw LoadableError.noContent }
+      return content
+    }
+
     /// Stale after a refresh or an invalidation, and when older than the loader's `staleAfter`.
     override var needsSync: Bool {
       if super.needsSync { return true }
