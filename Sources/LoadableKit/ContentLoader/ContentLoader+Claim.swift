@@ -25,6 +25,8 @@ extension ContentLoader {
     /// Set, under the loader's lock, when the claim ends: its `deinit` then has nothing to do and
     /// takes no lock.
     @usableFromInline let hasEnded = Atomic<Bool>(false)
+    /// The registrar, once an observable property was read (under the loader's lock).
+    @usableFromInline var observation: ClaimObservation?
 
     @usableFromInline
     init(loader: ContentLoader, key: Key, id: UInt64, priority: ClaimPriority) {
@@ -41,9 +43,19 @@ extension ContentLoader {
     /// that waits for `maximumConcurrentLoads` ahead and raises the priority of a load already
     /// running; lowering it moves a waiting load back (a running task's priority is never
     /// lowered).
+    ///
+    /// Observable: `withObservationTracking` and SwiftUI see it change.
     public var priority: ClaimPriority {
-      get { loader.withState { _ in rank } }
-      set { loader.setPriority(self, to: newValue) }
+      get {
+        let read: (ClaimPriority, ClaimObservation) = loader.withState { state in (self.rank, state.observe(self)) }
+        read.1.accessPriority()
+        return read.0
+      }
+      set {
+        loader.setPriority(self, to: newValue)
+        let registrar = loader.withState { _ in observation }
+        registrar?.priorityChanged()
+      }
     }
 
     deinit {
@@ -75,14 +87,20 @@ extension ContentLoader {
     /// The key's current snapshot. After the claim has ended: the key's current snapshot if the
     /// loader still holds it, otherwise a ``LoadStatus/notLoaded`` one.
     ///
+    /// Observable: `withObservationTracking` and SwiftUI see every change of the key while the
+    /// claim is active, as its handlers and streams do.
+    ///
     /// Inlinable, so that reading it — what a cell does on every draw — is specialized for the
     /// caller's types.
     @inlinable
     public var snapshot: Snapshot {
       // The loadable's snapshot holds copies of user values: released here, after the lock.
-      let read = loader.withState { state in
-        if let entry { return Optional(state.snapshot(of: entry)) } else { return state.snapshot(for: key) }
+      let (read, observation) = loader.withState { state in
+        let observation = state.observe(self)
+        if let entry { return (Optional(state.snapshot(of: entry)), observation) }
+        return (state.snapshot(for: key), observation)
       }
+      observation.accessSnapshot()
       return read?.0 ?? Snapshot(key: key, status: .notLoaded)
     }
 

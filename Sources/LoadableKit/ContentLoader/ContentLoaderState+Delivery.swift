@@ -15,6 +15,8 @@ extension ContentLoader {
   enum Sink: Sendable {
     case stream(AsyncStream<Snapshot>.Continuation)
     case handler(Handler)
+    /// The claim's registrar, told of each change (``ContentLoader/Claim`` is `Observable`).
+    case observation(ClaimObservation)
   }
 
   @usableFromInline
@@ -86,6 +88,7 @@ extension ContentLoaderState {
     switch sink {
     case .stream(let continuation): enqueue(.finish(continuation), &effects)
     case .handler(let handler): handler.isActive.store(false, ordering: .releasing)
+    case .observation: break
     }
   }
 
