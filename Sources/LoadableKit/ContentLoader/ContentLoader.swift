@@ -36,7 +36,7 @@ import Synchronization
 ///   combinators, and a load the key's claims started is cancelled when they all end, the
 ///   loadable going back to how it was.
 /// - **Bounded memory.** An entry without claims is idle. Idle entries are evicted, least
-///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:clock:instrument:taskExecutor:existingValue:load:)``'s
+///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)``'s
 ///   `maximumIdleCount` and after its `idleTimeout`, measured on the injected clock.
 ///
 /// The loader is thread-safe without actor isolation. Its state is a value held in a `Mutex`;
@@ -68,6 +68,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   let instrument: (any LoadInstrument)?
   /// The executor the loader's tasks run on, if one was given.
   let taskExecutor: (any TaskExecutor)?
+  /// Retry policy and timeout for every key's loads, if given.
+  let loadOptions: LoadOptions?
 
   /// Creates a loader.
   ///
@@ -97,6 +99,16 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     entries are evicted, those with nothing to show first, then the least recently used.
   ///     Claimed and loading entries are never evicted, so the total may exceed the limit while
   ///     they alone exceed it. `nil`, the default, sets no limit.
+  ///   - loadOptions: Retry policy (with backoff and `Retry-After`) and timeout for every key's
+  ///     loads: the same type, with the same semantics, as ``AsyncLoadable/loadOptions``. A key's
+  ///     load is an attempt of its loadable, and the options apply to it: a failure the policy
+  ///     retries is retried within the same load — its claims see ``LoadStatus/loading`` until
+  ///     the last try — and a try that outlasts the timeout fails with
+  ///     ``LoadableError/timedOut`` (each try has the whole timeout, as for any loadable). With
+  ///     `maximumConcurrentLoads`, each try waits for a slot,
+  ///     and no slot is held during the backoff. The options' own clock measures the backoff and
+  ///     the timeout. `nil`, the default, tries once without a timeout. A key's loadable can be
+  ///     given its own options (``loadable(for:)``), which last as long as its entry.
   ///   - clock: The clock that measures `gracePeriod`, `idleTimeout` and `staleAfter`. Tests pass
   ///     a `TestClock` from `LoadableKitTesting`.
   ///   - instrument: An instrument told about this loader's claims and its keys' attempts, before
@@ -125,6 +137,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     maximumConcurrentLoads: Int? = nil,
     cost: (@Sendable (Value) -> Int)? = nil,
     totalCostLimit: Int? = nil,
+    loadOptions: LoadOptions? = nil,
     clock: any Clock<Duration> = ContinuousClock(),
     instrument: (any LoadInstrument)? = nil,
     taskExecutor: (any TaskExecutor)? = nil,
@@ -149,6 +162,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     self.name = name
     self.instrument = instrument
     self.taskExecutor = taskExecutor
+    self.loadOptions = loadOptions
     if instrument != nil { LoadInstrumentation.noteObjectInstrument() }
   }
 
@@ -280,6 +294,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     let entry = KeyedLoadable(
       loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline,
       cost: cost)
+    if let loadOptions { entry.loadOptions = loadOptions }
     return entry
   }
 
