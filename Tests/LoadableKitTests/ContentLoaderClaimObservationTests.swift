@@ -39,7 +39,9 @@ struct ContentLoaderClaimObservationTests {
     claim.end()
   }
 
-  @Test func anEndedClaimIsNoLongerToldOfChanges() async {
+  /// A claim's snapshot is its key's, also after the claim ended (``Claim/snapshot``): tracking it
+  /// sees the key's changes, through the key's loadable, without a sink of the claim's own.
+  @Test func trackingFollowsTheKeyAndAddsNoObserverToTheClaim() async {
     let source = KeyedSource()
     let loader = makeLoader(source)
     let claim = loader.begin(1)
@@ -47,10 +49,31 @@ struct ContentLoaderClaimObservationTests {
     await source.waitForStarts(1)
     let changes = Counter()
     _ = withObservationTracking { claim.snapshot } onChange: { changes.increment() }
+    // Reading the snapshot added nothing to the claim: its end is the fast path's counter.
+    #expect(loader.withState { _ in claim.entry?.sinks.isEmpty } == true)
     claim.end()
     source.resolve(1, "one", version: 1)
-    await eventually { other.snapshot.status == .loaded }
-    #expect(changes.count == 0)
+    await eventually { changes.count == 1 }
+    #expect(claim.snapshot.value == "one")
     other.end()
+  }
+
+  /// The key's place in the load limit's queue is no status change of its loadable: trackers are
+  /// told when the load gets its slot.
+  @Test func trackingSeesTheLoadLeaveTheQueue() async {
+    let source = KeyedSource()
+    let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { try await source.load($0) })
+    let running = loader.begin(0)
+    await source.waitForStarts(1)
+    let queued = loader.begin(1)
+    let changes = Counter()
+    let seen = withObservationTracking { queued.snapshot } onChange: { changes.increment() }
+    #expect(seen.isWaitingForSlot)
+    source.resolve(0, "zero", version: 1)
+    await source.waitForStarts(2)
+    await eventually { changes.count == 1 }
+    #expect(!queued.snapshot.isWaitingForSlot && queued.snapshot.status == .loading)
+    running.end()
+    queued.end()
   }
 }

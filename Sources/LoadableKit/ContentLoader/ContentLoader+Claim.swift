@@ -25,8 +25,6 @@ extension ContentLoader {
     /// Set, under the loader's lock, when the claim ends: its `deinit` then has nothing to do and
     /// takes no lock.
     @usableFromInline let hasEnded = Atomic<Bool>(false)
-    /// The registrar, once an observable property was read (under the loader's lock).
-    @usableFromInline var observation: ClaimObservation?
 
     @usableFromInline
     init(loader: ContentLoader, key: Key, id: UInt64, priority: ClaimPriority) {
@@ -47,14 +45,14 @@ extension ContentLoader {
     /// Observable: `withObservationTracking` and SwiftUI see it change.
     public var priority: ClaimPriority {
       get {
-        let read: (ClaimPriority, ClaimObservation) = loader.withState { state in (self.rank, state.observe(self)) }
-        read.1.accessPriority()
+        let read: (ClaimPriority, KeyedLoadable?) = loader.withState { _ in (self.rank, self.entry) }
+        read.1?.accessClaimPriority()
         return read.0
       }
       set {
         loader.setPriority(self, to: newValue)
-        let registrar = loader.withState { _ in observation }
-        registrar?.priorityChanged()
+        let entry = loader.withState { _ in self.entry }
+        entry?.claimPriorityChanged()
       }
     }
 
@@ -95,12 +93,11 @@ extension ContentLoader {
     @inlinable
     public var snapshot: Snapshot {
       // The loadable's snapshot holds copies of user values: released here, after the lock.
-      let (read, observation) = loader.withState { state in
-        let observation = state.observe(self)
-        if let entry { return (Optional(state.snapshot(of: entry)), observation) }
-        return (state.snapshot(for: key), observation)
+      let (read, observed) = loader.withState { state in
+        if let entry = self.entry { return (Optional(state.snapshot(of: entry)), Optional(entry)) }
+        return (state.snapshot(for: key), state.index[key])
       }
-      observation.accessSnapshot()
+      observed?.accessClaimSnapshot()
       return read?.0 ?? Snapshot(key: key, status: .notLoaded)
     }
 

@@ -1,62 +1,55 @@
 import Observation
 
-/// The registrar of a ``ContentLoader/Claim`` that somebody observed, made on the first read of
-/// an observable property (``ContentLoader/Claim/snapshot`` or ``ContentLoader/Claim/priority``):
-/// a claim nobody reads carries none. Not generic, so it is the same type for every loader.
-@usableFromInline
-final class ClaimObservation: Sendable {
-  let registrar = ObservationRegistrar()
+/// A claim is `Observable`: `withObservationTracking`, and SwiftUI on Apple platforms, see changes
+/// to its ``ContentLoader/Claim/snapshot`` and its ``ContentLoader/Claim/priority``.
+///
+/// Through its key's loadable, which is `Observable` already: reading a claim's snapshot reads the
+/// key's status, content and error as observed properties of the key's loadable, so every change of
+/// the key that claims see reaches the trackers the way the loadable's own observers are told —
+/// outside the lock, in order — and one more notification tells them when the key's load leaves
+/// the queue of the load limit (``ContentLoader/Snapshot/isWaitingForSlot``). The key's registrar
+/// is made on the first read, as any loadable's: a key nobody reads carries none, and a claim adds
+/// nothing to what it costs. The claims of a key share it: tracking one claim's priority sees a
+/// change of any claim's priority on that key.
+extension ContentLoader.Claim: Observable {}
 
-  init() {}
-
-  /// The claim's snapshot was read: `withObservationTracking` (and SwiftUI) track it.
-  @usableFromInline func accessSnapshot() {
-    registrar.access(ObservedClaimProperties.shared, keyPath: ObservedClaimProperties.snapshot)
-  }
-
-  @usableFromInline func accessPriority() {
-    registrar.access(ObservedClaimProperties.shared, keyPath: ObservedClaimProperties.priority)
-  }
-
-  /// The key's snapshot changed: called outside the loader's lock, in the order of the changes.
-  func snapshotChanged() {
-    registrar.withMutation(of: ObservedClaimProperties.shared, keyPath: ObservedClaimProperties.snapshot) {}
-  }
-
-  func priorityChanged() {
-    registrar.withMutation(of: ObservedClaimProperties.shared, keyPath: ObservedClaimProperties.priority) {}
-  }
-}
-
-/// The observable properties of every claim, named by key paths that are not generic (as
-/// `ObservedJobProperties` does for jobs: a key path into a generic class is rebuilt by the
-/// runtime on every use inside the library).
+/// The observable property of a claim that its key's loadable does not have, named by a key path
+/// that is not generic (as `ObservedProperties` does for loadables).
 final class ObservedClaimProperties: Observable, Sendable {
   static let shared = ObservedClaimProperties()
-  static let snapshot = \ObservedClaimProperties.snapshot
   static let priority = \ObservedClaimProperties.priority
 
-  var snapshot: Void { () }
   var priority: Void { () }
 }
 
-/// A claim is `Observable`: `withObservationTracking`, and SwiftUI on Apple platforms, see changes
-/// to its ``ContentLoader/Claim/snapshot`` (every change of its key that its handlers and streams
-/// are told) and its ``ContentLoader/Claim/priority``.
-extension ContentLoader.Claim: Observable {}
-
-extension ContentLoaderState {
-  /// The claim's registrar, made on first use. While the claim is active, its key's changes are
-  /// queued for the registrar as for any observer of the claim (one more sink).
+extension ContentLoader.KeyedLoadable {
+  /// A claim's snapshot was read: its trackers depend on the key's status, content and error.
   @usableFromInline
-  mutating func observe(_ claim: Loader.Claim) -> ClaimObservation {
-    if let observation = claim.observation { return observation }
-    let observation = ClaimObservation()
-    claim.observation = observation
-    if let entry = claim.entry {
-      entry.sinks[claim.id, default: []].append(Loader.ClaimSink(id: makeID(), sink: .observation(observation)))
-      entry.hasSinks = true
+  func accessClaimSnapshot() {
+    let registrar = withState { $0.observationRegistrar() }
+    registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.loadStatus)
+    registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.content)
+    registrar.access(ObservedProperties.shared, keyPath: ObservedProperties.loadError)
+  }
+
+  func accessClaimPriority() {
+    let registrar = withState { $0.observationRegistrar() }
+    registrar.access(ObservedClaimProperties.shared, keyPath: ObservedClaimProperties.priority)
+  }
+
+  func claimPriorityChanged() {
+    guard hasRegistrar.load(ordering: .acquiring), let box = state.withLock(owner: self, { $0.registrarBox }) else {
+      return
     }
-    return observation
+    box.registrar.withMutation(of: ObservedClaimProperties.shared, keyPath: ObservedClaimProperties.priority) {}
+  }
+
+  /// A change the loadable's observers are not told of (the key's place in the queue): its
+  /// trackers are, as of a status change.
+  func tellObservers() {
+    guard hasRegistrar.load(ordering: .acquiring), let box = state.withLock(owner: self, { $0.registrarBox }) else {
+      return
+    }
+    box.registrar.withMutation(of: ObservedProperties.shared, keyPath: ObservedProperties.loadStatus) {}
   }
 }

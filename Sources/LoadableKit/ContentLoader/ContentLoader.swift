@@ -537,8 +537,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
             continuation.yield(snapshot)
           case .snapshot(.handler(let handler), let snapshot, let first):
             if first || handler.isActive.load(ordering: .acquiring) { handler.call(snapshot) }
-          case .snapshot(.observation(let observation), _, _):
-            observation.snapshotChanged()
+          case .keyChanged(let entry):
+            entry.tellObservers()
           case .finish(let continuation):
             continuation.finish()
           case .event(let continuation, let event):

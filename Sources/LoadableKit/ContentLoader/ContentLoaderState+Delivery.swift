@@ -15,8 +15,6 @@ extension ContentLoader {
   enum Sink: Sendable {
     case stream(AsyncStream<Snapshot>.Continuation)
     case handler(Handler)
-    /// The claim's registrar, told of each change (``ContentLoader/Claim`` is `Observable`).
-    case observation(ClaimObservation)
   }
 
   @usableFromInline
@@ -33,6 +31,10 @@ extension ContentLoader {
     case finish(AsyncStream<Snapshot>.Continuation)
     case event(AsyncStream<Event>.Continuation, Event)
     case finishEvents(AsyncStream<Event>.Continuation)
+    /// A change of the key that its loadable's observers are not told of (its place in the load
+    /// limit's queue): the claims' `withObservationTracking` is (``ContentLoader/Claim`` is
+    /// `Observable` through the key's loadable).
+    case keyChanged(KeyedLoadable)
   }
 }
 
@@ -88,7 +90,6 @@ extension ContentLoaderState {
     switch sink {
     case .stream(let continuation): enqueue(.finish(continuation), &effects)
     case .handler(let handler): handler.isActive.store(false, ordering: .releasing)
-    case .observation: break
     }
   }
 

@@ -75,6 +75,9 @@ extension ContentLoaderState {
       attemptEnded(entry, old, &effects)
       effects.released.attempts.append(old)
     }
+    if let previous, previous.waiting != waiting, entry.hasRegistrar.load(ordering: .acquiring) {
+      enqueue(.keyChanged(entry), &effects)
+    }
     entry.shown = Loader.Shown(
       status: read.status, contentVersion: read.contentVersion, attempt: read.attempt, waiting: waiting)
     if totalCostLimit != nil {
