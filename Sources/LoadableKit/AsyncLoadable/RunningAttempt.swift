@@ -190,14 +190,16 @@ protocol AttemptDriver: AnyObject, Sendable {
   /// A fresh attempt that takes `old`'s place (``LoadStateMachine/supersede(intent:)``): it
   /// takes `old`'s waiters and interest, as they are, and what the loadable looked like before
   /// `old` (restored if a cascading cancel undoes the fresh attempt). `old` keeps neither.
-  init(id: UInt64, intent: LoadIntent, superseding old: RunningAttempt) {
+  /// `forgetting`: the content is being dropped (a `ContentLoader` key removed), so what a
+  /// cascading cancel restores is the empty state, not `old`'s previous one.
+  init(id: UInt64, intent: LoadIntent, superseding old: RunningAttempt, forgetting: Bool = false) {
     self.id = id
     self.intent = intent
     self.startedByDependent = old.startedByDependent
     self.wanted = old.wanted
-    self.previousStatus = old.previousStatus
-    self.previousContent = old.previousContent
-    self.previousError = old.previousError
+    self.previousStatus = forgetting ? .notLoaded : old.previousStatus
+    self.previousContent = forgetting ? nil : old.previousContent
+    self.previousError = forgetting ? nil : old.previousError
     interest = old.interest
     pendingPriority = old.pendingPriority
     waiters = old.waiters

@@ -41,9 +41,19 @@ extension ContentLoader {
     /// that waits for `maximumConcurrentLoads` ahead and raises the priority of a load already
     /// running; lowering it moves a waiting load back (a running task's priority is never
     /// lowered).
+    ///
+    /// Observable: `withObservationTracking` and SwiftUI see it change.
     public var priority: ClaimPriority {
-      get { loader.withState { _ in rank } }
-      set { loader.setPriority(self, to: newValue) }
+      get {
+        let read: (ClaimPriority, KeyedLoadable?) = loader.withState { _ in (self.rank, self.entry) }
+        read.1?.accessClaimPriority()
+        return read.0
+      }
+      set {
+        loader.setPriority(self, to: newValue)
+        let entry = loader.withState { _ in self.entry }
+        entry?.claimPriorityChanged()
+      }
     }
 
     deinit {
@@ -75,14 +85,19 @@ extension ContentLoader {
     /// The key's current snapshot. After the claim has ended: the key's current snapshot if the
     /// loader still holds it, otherwise a ``LoadStatus/notLoaded`` one.
     ///
+    /// Observable: `withObservationTracking` and SwiftUI see every change of the key while the
+    /// claim is active, as its handlers and streams do.
+    ///
     /// Inlinable, so that reading it — what a cell does on every draw — is specialized for the
     /// caller's types.
     @inlinable
     public var snapshot: Snapshot {
       // The loadable's snapshot holds copies of user values: released here, after the lock.
-      let read = loader.withState { state in
-        if let entry { return Optional(state.snapshot(of: entry)) } else { return state.snapshot(for: key) }
+      let (read, observed) = loader.withState { state in
+        if let entry = self.entry { return (Optional(state.snapshot(of: entry)), Optional(entry)) }
+        return (state.snapshot(for: key), state.index[key])
       }
+      observed?.accessClaimSnapshot()
       return read?.0 ?? Snapshot(key: key, status: .notLoaded)
     }
 

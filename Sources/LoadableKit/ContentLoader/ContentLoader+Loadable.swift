@@ -41,6 +41,8 @@ extension ContentLoader {
     var contentVersion: UInt64
     /// The attempt running then; kept to tell, when it is gone, whether it returned.
     var attempt: LoadStateMachine.Attempt?
+    /// Whether its load waited for a slot of the load limit.
+    var waiting = false
   }
 
   struct GraceTimer: Sendable {
@@ -99,6 +101,26 @@ extension ContentLoader {
       slots.append((counter &+ 1, kept.version, now, keptCost))
       return (kept.value, dropped)
     }
+
+    /// Applies the version rule to a local write: a value not newer than the value held — the
+    /// content, or else the prior value — is refused (`nil`). Otherwise records its version under
+    /// the counter the content will have, and returns the versions let go of (released by the
+    /// caller, outside the lock).
+    mutating func write(
+      _ written: (value: Value, version: Version), cost writtenCost: Int, counter: UInt64, content: Value?,
+      now: Duration
+    ) -> [Version]? {
+      let held = counter > 0 ? content : prior?.value
+      if held != nil, let heldVersion = version(at: counter), !(written.version > heldVersion) { return nil }
+      var dropped: [Version] = []
+      slots.removeAll { slot in
+        guard slot.counter < counter || slot.counter == counter &+ 1 else { return false }
+        dropped.append(slot.version)
+        return true
+      }
+      slots.append((counter &+ 1, written.version, now, writtenCost))
+      return dropped
+    }
   }
 
   /// One key's entry: the key's loadable, whose attempts call the data source.
@@ -139,6 +161,11 @@ extension ContentLoader {
     var shown: Shown?
     /// Refreshed since the value was loaded: the next first claim loads again.
     var isStale = false
+    /// A local write set the content: the next sync tells it as a load's result.
+    var wrote = false
+    /// ``ContentLoader/remove(_:)`` dropped the value: the next sync tells the fresh load, even
+    /// one that superseded a load already shown.
+    var forgot = false
     /// A refresh came while an attempt ran: start another when it ends, if still claimed.
     var refreshPending = false
     /// Loader-wide marks of the last refresh and of when the running attempt was first seen: only
@@ -224,6 +251,8 @@ extension ContentLoader {
       // The place its claim reserved in the queue, if any, is its attempt's own.
       try await limiter.acquire(ObjectIdentifier(self), attempt: attempt, priority: priority)
       defer { limiter.release(ObjectIdentifier(self)) }
+      // Its claims hear that it no longer waits for a slot (``Snapshot/isWaitingForSlot``).
+      loader.changed(self)
       // The claims may have let go of this attempt while it waited, and its task not be cancelled
       // yet (that comes right after the loader's lock): it is no longer the loadable's attempt, so
       // it gives the slot back without calling the data source.
@@ -251,6 +280,48 @@ extension ContentLoader {
       guard let (value, dropped) = kept else { throw CancellationError() }
       _ = dropped  // released here, after the locks
       return value
+    }
+
+    /// A local write (``ContentLoader/set(_:version:for:)``), under the version rule: `nil` when
+    /// refused. Otherwise the loadable's effects — a running attempt superseded, its waiters
+    /// answered with the value — to perform after the locks, and the versions let go of.
+    func write(_ value: Value, version: Version, cost: Int, now: Duration) -> (LoadStateMachine.Effects, [Version])? {
+      let box = ContentBox(value)
+      // Under the loadable's lock, then the versions' (the order of `loadAndKeep`): no attempt
+      // lands between the check and the write.
+      return withState { state -> (LoadStateMachine.Effects, [Version])? in
+        let content = state.content(as: Value.self)
+        let dropped = versions.withLock(owner: self) {
+          $0.write((value, version), cost: cost, counter: state.contentVersion, content: content, now: now)
+        }
+        guard let dropped else { return nil }
+        return (state.write(box), dropped)
+      }
+    }
+
+    /// ``ContentLoader/remove(_:)``: drops the content, the prior value and the versions, under
+    /// the loadable's lock, then the versions'. Returns what the loadable did and the version
+    /// table let go of (released by the caller, outside the locks).
+    func forgetAll() -> (LoadStateMachine.ForgetOutcome, Versions) {
+      withState { state in
+        let table = versions.withLock(owner: self) { versions -> Versions in
+          let old = versions
+          versions.prior = nil
+          versions.priorCost = 0
+          versions.slots = []
+          return old
+        }
+        return (state.forget(), table)
+      }
+    }
+
+    /// A caller answered with a value gets that value: a key's content may be dropped
+    /// (``ContentLoader/remove(_:)``) between the answer and the caller's return, and the
+    /// default check reads the content again then. A key's loadable cannot be subclassed, so
+    /// `isContentAvailable` is the default, `content != nil`, which the answer itself tells.
+    override func checkedContent(_ content: Value?) throws -> Value {
+      guard let content else { throw LoadableError.noContent }
+      return content
     }
 
     /// Stale after a refresh or an invalidation, and when older than the loader's `staleAfter`.

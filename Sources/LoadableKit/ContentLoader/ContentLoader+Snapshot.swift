@@ -24,14 +24,22 @@ extension ContentLoader {
     public var version: Version?
     /// The error of the last load; non-`nil` exactly when ``status`` is ``LoadStatus/failed``.
     public var error: (any Error)?
+    /// Whether the key's load waits for a slot of the loader's `maximumConcurrentLoads`: the key
+    /// is ``LoadStatus/loading``, but its data source has not been called yet — a list shows the
+    /// row as queued. Always `false` without a limit, and when the key is not loading.
+    public var isWaitingForSlot: Bool
 
     /// Creates a snapshot, for example to stand in for a loader in a preview or a test.
-    public init(key: Key, status: LoadStatus, value: Value? = nil, version: Version? = nil, error: (any Error)? = nil) {
+    public init(
+      key: Key, status: LoadStatus, value: Value? = nil, version: Version? = nil, error: (any Error)? = nil,
+      isWaitingForSlot: Bool = false
+    ) {
       self.key = key
       self.status = status
       self.value = value
       self.version = version
       self.error = error
+      self.isWaitingForSlot = isWaitingForSlot
     }
   }
 }
@@ -43,6 +51,7 @@ extension ContentLoader.Snapshot: CustomStringConvertible {
     if let value { text += ", value: \(value)" }
     if let version { text += ", version: \(version)" }
     if let error { text += ", error: \(error)" }
+    if isWaitingForSlot { text += ", waiting for a slot" }
     return text + ")"
   }
 }

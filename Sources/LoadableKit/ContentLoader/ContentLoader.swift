@@ -36,7 +36,7 @@ import Synchronization
 ///   combinators, and a load the key's claims started is cancelled when they all end, the
 ///   loadable going back to how it was.
 /// - **Bounded memory.** An entry without claims is idle. Idle entries are evicted, least
-///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:clock:instrument:taskExecutor:existingValue:load:)``'s
+///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)``'s
 ///   `maximumIdleCount` and after its `idleTimeout`, measured on the injected clock.
 ///
 /// The loader is thread-safe without actor isolation. Its state is a value held in a `Mutex`;
@@ -68,6 +68,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   let instrument: (any LoadInstrument)?
   /// The executor the loader's tasks run on, if one was given.
   let taskExecutor: (any TaskExecutor)?
+  /// Retry policy and timeout for every key's loads, if given.
+  let loadOptions: LoadOptions?
 
   /// Creates a loader.
   ///
@@ -97,6 +99,16 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     entries are evicted, those with nothing to show first, then the least recently used.
   ///     Claimed and loading entries are never evicted, so the total may exceed the limit while
   ///     they alone exceed it. `nil`, the default, sets no limit.
+  ///   - loadOptions: Retry policy (with backoff and `Retry-After`) and timeout for every key's
+  ///     loads: the same type, with the same semantics, as ``AsyncLoadable/loadOptions``. A key's
+  ///     load is an attempt of its loadable, and the options apply to it: a failure the policy
+  ///     retries is retried within the same load — its claims see ``LoadStatus/loading`` until
+  ///     the last try — and a try that outlasts the timeout fails with
+  ///     ``LoadableError/timedOut`` (each try has the whole timeout, as for any loadable). With
+  ///     `maximumConcurrentLoads`, each try waits for a slot,
+  ///     and no slot is held during the backoff. The options' own clock measures the backoff and
+  ///     the timeout. `nil`, the default, tries once without a timeout. A key's loadable can be
+  ///     given its own options (``loadable(for:)``), which last as long as its entry.
   ///   - clock: The clock that measures `gracePeriod`, `idleTimeout` and `staleAfter`. Tests pass
   ///     a `TestClock` from `LoadableKitTesting`.
   ///   - instrument: An instrument told about this loader's claims and its keys' attempts, before
@@ -125,6 +137,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     maximumConcurrentLoads: Int? = nil,
     cost: (@Sendable (Value) -> Int)? = nil,
     totalCostLimit: Int? = nil,
+    loadOptions: LoadOptions? = nil,
     clock: any Clock<Duration> = ContinuousClock(),
     instrument: (any LoadInstrument)? = nil,
     taskExecutor: (any TaskExecutor)? = nil,
@@ -149,6 +162,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     self.name = name
     self.instrument = instrument
     self.taskExecutor = taskExecutor
+    self.loadOptions = loadOptions
     if instrument != nil { LoadInstrumentation.noteObjectInstrument() }
   }
 
@@ -281,10 +295,27 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     let entry = KeyedLoadable(
       loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline,
       cost: cost)
+    if let loadOptions { entry.loadOptions = loadOptions }
     return entry
   }
 
   // MARK: - Reading and refreshing
+
+  /// How many of the loader's loads wait for a slot of `maximumConcurrentLoads`, and how many
+  /// run, in one read: a list's "12 queued, 6 loading".
+  ///
+  /// With a limit, `running` counts the slots taken — loads calling the data source, and slots
+  /// kept for a load whose task has not come for it yet — and `waiting` the loads queued for one
+  /// (``Snapshot/isWaitingForSlot``). Without a limit nothing waits, and `running` counts the keys
+  /// that are loading.
+  ///
+  /// - Complexity: O(1) with a limit; O(n) in the number of entries without one.
+  public var loadCounts: (waiting: Int, running: Int) {
+    if let limiter { return limiter.counts }
+    return withState { state in
+      (0, state.index.values.reduce(0) { $0 + ($1.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code ? 1 : 0) })
+    }
+  }
 
   /// The key's current snapshot, or `nil` when the loader holds no entry for it.
   @inlinable
@@ -341,6 +372,49 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   public func invalidate(where predicate: (Key) throws -> Bool) rethrows {
     let chosen = try keys().filter(predicate)
     perform(withState { $0.refresh(chosen, loading: false) })
+  }
+
+  /// ``refresh(_:)`` for every key whose snapshot `predicate` chooses: "every thumbnail older than
+  /// version 7", "every failed key".
+  ///
+  /// Decided atomically with the loader's state, without running `predicate` under the lock: the
+  /// snapshots of every key are taken in one step of the loader's lock (a consistent view across
+  /// keys), `predicate` is called on them outside it, and then, in one more step, each key chosen
+  /// is refreshed only if its state is still the one its snapshot showed — the same entry, status,
+  /// value and running load. A key that changed in between (a load ended, a write landed, it was
+  /// removed) is skipped: `predicate` never saw its current state. Call again to decide on it.
+  ///
+  /// - Parameter predicate: Whether to refresh a key, given its snapshot. Called outside the
+  ///   lock, once per key held when the call starts; it may call the loader.
+  /// - Returns: The keys refreshed.
+  /// - Complexity: O(n) in the number of entries.
+  @discardableResult
+  public func refresh(matching predicate: (Snapshot) throws -> Bool) rethrows -> [Key] {
+    try act(matching: predicate, loading: true)
+  }
+
+  /// ``invalidate(where:)`` for every key whose snapshot `predicate` chooses: each is marked
+  /// stale, and loads at its next first claim (or its loadable's next `fetchIfNeeded()`).
+  ///
+  /// Decided as ``refresh(matching:)`` decides: on snapshots taken in one step, with `predicate`
+  /// outside the lock, acting only on keys whose state has not changed since.
+  ///
+  /// - Returns: The keys invalidated.
+  /// - Complexity: O(n) in the number of entries.
+  @discardableResult
+  public func invalidate(matching predicate: (Snapshot) throws -> Bool) rethrows -> [Key] {
+    try act(matching: predicate, loading: false)
+  }
+
+  private func act(matching predicate: (Snapshot) throws -> Bool, loading: Bool) rethrows -> [Key] {
+    let taken = withState { $0.takeSnapshots() }
+    var chosen: [(entry: KeyedLoadable, stamp: State.Stamp)] = []
+    for item in taken where try predicate(item.snapshot) { chosen.append((item.entry, item.stamp)) }
+    let (acted, effects) = withState { [chosen] in $0.refresh(chosen: chosen, loading: loading) }
+    perform(effects)
+    // The snapshots, the attempts the stamps hold and the entries are released here, after the lock.
+    withExtendedLifetime((taken, chosen)) {}
+    return acted
   }
 
   /// The keys held, copied out of the lock.
@@ -464,6 +538,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
             continuation.yield(snapshot)
           case .snapshot(.handler(let handler), let snapshot, let first):
             if first || handler.isActive.load(ordering: .acquiring) { handler.call(snapshot) }
+          case .keyChanged(let entry):
+            entry.tellObservers()
           case .finish(let continuation):
             continuation.finish()
           case .event(let continuation, let event):

@@ -31,6 +31,10 @@ extension ContentLoader {
     case finish(AsyncStream<Snapshot>.Continuation)
     case event(AsyncStream<Event>.Continuation, Event)
     case finishEvents(AsyncStream<Event>.Continuation)
+    /// A change of the key that its loadable's observers are not told of (its place in the load
+    /// limit's queue): the claims' `withObservationTracking` is (``ContentLoader/Claim`` is
+    /// `Observable` through the key's loadable).
+    case keyChanged(KeyedLoadable)
   }
 }
 

@@ -67,3 +67,60 @@ extension ContentLoaderState {
     }
   }
 }
+
+/// `refresh(matching:)` and `invalidate(matching:)`: the predicate sees each key's snapshot, and
+/// runs outside the lock. The snapshots are taken in one step under the lock; each key chosen is
+/// acted on, in a second step, only if its state is still the one its snapshot showed.
+extension ContentLoaderState {
+  /// What a key's snapshot was taken from: compared when the key is acted on.
+  struct Stamp {
+    var status: LoadStatus
+    var contentVersion: UInt64
+    var attempt: Attempt?
+    var waiting: Bool
+
+    func matches(_ other: Stamp) -> Bool {
+      status == other.status && contentVersion == other.contentVersion && attempt === other.attempt
+        && waiting == other.waiting
+    }
+  }
+
+  /// Every entry's snapshot, in one step. The loadables' own snapshots (copies of user values)
+  /// are returned too, to be released by the caller after the lock.
+  func takeSnapshots() -> [(entry: Entry, snapshot: Snapshot, view: LoadSnapshot<Value>, stamp: Stamp)] {
+    index.values.map { entry in
+      let view = entry.interestView(since: nil)
+      let waiting = waitsForSlot(entry, status: view.snapshot.status)
+      let snapshot = snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion, waiting: waiting)
+      let stamp = Stamp(
+        status: view.snapshot.status, contentVersion: view.contentVersion, attempt: view.attempt, waiting: waiting)
+      return (entry, snapshot, view.snapshot, stamp)
+    }
+  }
+
+  /// The entry's stamp now.
+  func stamp(of entry: Entry) -> Stamp {
+    let read = entry.interestState(since: nil)
+    return Stamp(
+      status: read.status, contentVersion: read.contentVersion, attempt: read.attempt,
+      waiting: waitsForSlot(entry, status: read.status))
+  }
+
+  /// Refreshes (`loading`) or invalidates each chosen entry that is still the key's entry and
+  /// whose state is still the one its snapshot showed. Returns the keys acted on.
+  mutating func refresh(chosen: [(entry: Entry, stamp: Stamp)], loading: Bool) -> ([Key], Effects) {
+    var effects = Effects()
+    var acted: [Key] = []
+    for (entry, stamp) in chosen {
+      guard index[entry.key] === entry, self.stamp(of: entry).matches(stamp) else { continue }
+      acted.append(entry.key)
+      if loading {
+        refresh(entry, &effects)
+      } else {
+        entry.isStale = true
+        entry.refreshMark = makeID()
+      }
+    }
+    return (acted, effects)
+  }
+}

@@ -15,7 +15,8 @@ extension ContentLoaderState {
     if entry.hasSinks || hasEventSinks { return syncObserved(entry, &effects) }
     let previous = entry.shown
     let read = entry.interestState(since: previous?.attempt)
-    guard record(entry, previous: previous, read, &effects) != nil else { return }
+    let waiting = waitsForSlot(entry, status: read.status)
+    guard record(entry, previous: previous, read, waiting: waiting, &effects) != nil else { return }
     refreshIfPending(entry, attempt: read.attempt, &effects)
   }
 
@@ -30,8 +31,9 @@ extension ContentLoaderState {
       previousFinished: view.previousFinished,
       failedByCancellation: status == .failed && view.snapshot.error is CancellationError
     )
-    guard let change = record(entry, previous: previous, read, &effects) else { return }
-    let snapshot = snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion)
+    let waiting = waitsForSlot(entry, status: status)
+    guard let change = record(entry, previous: previous, read, waiting: waiting, &effects) else { return }
+    let snapshot = snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion, waiting: waiting)
     effects.released.snapshots.append(snapshot)
     var event: Event?
     switch change {
@@ -59,17 +61,25 @@ extension ContentLoaderState {
     _ read: (
       status: LoadStatus, contentVersion: UInt64, attempt: Attempt?, previousFinished: Bool,
       failedByCancellation: Bool
-    ), _ effects: inout Effects
+    ), waiting: Bool, _ effects: inout Effects
   ) -> ShownChange? {
     let changed =
       previous == nil || previous!.status != read.status || previous!.contentVersion != read.contentVersion
-      || previous!.attempt !== read.attempt
+      || previous!.attempt !== read.attempt || previous!.waiting != waiting
     guard changed else { return nil }
+    let wrote = entry.wrote
+    entry.wrote = false
+    let forgot = entry.forgot
+    entry.forgot = false
     if let old = previous?.attempt, old !== read.attempt {
       attemptEnded(entry, old, &effects)
       effects.released.attempts.append(old)
     }
-    entry.shown = Loader.Shown(status: read.status, contentVersion: read.contentVersion, attempt: read.attempt)
+    if let previous, previous.waiting != waiting, entry.hasRegistrar.load(ordering: .acquiring) {
+      enqueue(.keyChanged(entry), &effects)
+    }
+    entry.shown = Loader.Shown(
+      status: read.status, contentVersion: read.contentVersion, attempt: read.attempt, waiting: waiting)
     if totalCostLimit != nil {
       let cost = entry.versions.withLock(owner: entry) { $0.cost(at: read.contentVersion) }
       if entry.isInIndex { totalCost += cost - entry.cost }
@@ -79,12 +89,19 @@ extension ContentLoaderState {
       entry.attemptMark = makeID()
       // A load that superseded the one shown (a refresh, SPEC §5) is no change to tell: the key
       // was loading and still is, with the same value.
-      if let previous, previous.attempt != nil, previous.status == .loading, read.status == .loading,
+      // A removal's fresh load is: the value went.
+      if !forgot, let previous, previous.attempt != nil, previous.status == .loading, read.status == .loading,
         previous.contentVersion == read.contentVersion
       {
         return nil
       }
       return .loading
+    }
+    // A local write on a key that was not loading: told as a load's result.
+    if wrote, read.attempt == nil, read.status == .loaded, read.contentVersion != previous?.contentVersion,
+      previous?.attempt == nil
+    {
+      return .loaded
     }
     guard read.attempt == nil, let previous, previous.attempt != nil else { return ShownChange.none }
     switch read.status {
@@ -150,7 +167,16 @@ extension ContentLoaderState {
   @inlinable
   func snapshot(of entry: Entry) -> (Snapshot, LoadSnapshot<Value>) {
     let view = entry.interestView(since: nil)
-    return (snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion), view.snapshot)
+    let waiting = waitsForSlot(entry, status: view.snapshot.status)
+    return (snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion, waiting: waiting), view.snapshot)
+  }
+
+  /// Whether the key's load waits for a slot of the load limit (a loading key only: without a
+  /// limit, or when the key is not loading, no lock is taken).
+  @usableFromInline
+  func waitsForSlot(_ entry: Entry, status: LoadStatus) -> Bool {
+    guard status == .loading, let limiter else { return false }
+    return limiter.isWaiting(ObjectIdentifier(entry))
   }
 
   /// ``snapshot(of:)`` whose copies are released with `effects`.
@@ -161,13 +187,13 @@ extension ContentLoaderState {
   }
 
   @inlinable
-  func snapshot(of entry: Entry, _ state: LoadSnapshot<Value>, contentVersion: UInt64) -> Snapshot {
+  func snapshot(of entry: Entry, _ state: LoadSnapshot<Value>, contentVersion: UInt64, waiting: Bool) -> Snapshot {
     let (version, prior) = entry.versions.withLock(owner: entry) { ($0.version(at: contentVersion), $0.prior) }
     let value = state.content ?? prior?.value
     let shownVersion = state.content != nil ? version ?? prior?.version : prior?.version
     return Snapshot(
       key: entry.key, status: state.status, value: value, version: value == nil ? nil : shownVersion,
-      error: state.status == .failed ? state.error ?? CancellationError() : nil)
+      error: state.status == .failed ? state.error ?? CancellationError() : nil, isWaitingForSlot: waiting)
   }
 
   @inlinable

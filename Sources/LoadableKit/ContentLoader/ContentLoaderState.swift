@@ -143,6 +143,10 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     var sinks: [Loader.ClaimSink] = []
     var snapshots: [Snapshot] = []
     var contents: [LoadSnapshot<Value>] = []
+    /// Versions a local write let go of.
+    var versions: [Version] = []
+    /// Version tables a removal let go of (with the prior value).
+    var tables: [Loader.Versions] = []
   }
 
   // MARK: - State

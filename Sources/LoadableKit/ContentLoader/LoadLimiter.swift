@@ -128,6 +128,15 @@ final class LoadLimiter: Sendable {
   /// How many slots are taken, by running loads and by granted places (for tests).
   var takenCount: Int { state.withLock(owner: self) { $0.taken } }
 
+  /// How many loads wait for a slot and how many hold one (running, or granted one that their
+  /// task has not come for yet), in one read.
+  var counts: (waiting: Int, running: Int) { state.withLock(owner: self) { ($0.waiting.count, $0.taken) } }
+
+  /// Whether `ticket`'s key has a load waiting for a slot (reserved, or its task waiting).
+  func isWaiting(_ ticket: Ticket) -> Bool {
+    state.withLock(owner: self) { state in state.waiting.contains { $0.ticket == ticket } }
+  }
+
   /// Reserves a place for `attempt` of `ticket`'s key, which its claim just started: a free slot
   /// is granted to it at once, otherwise it waits in the queue at `priority`. Called under the
   /// loader's lock; resumes nothing.

@@ -1,0 +1,58 @@
+/// Removal: one key's value dropped, or every idle entry at once (a memory warning).
+extension ContentLoaderState {
+  /// `remove(key)`: the key's value — loaded, written, or the prior value — is dropped. A key
+  /// nobody claims and nothing loads is evicted. A claimed key loads again at once, its claims
+  /// seeing ``LoadStatus/loading`` without a value; a running load is superseded by a fresh one
+  /// (its waiters and claims wait for that one, its result is dropped).
+  mutating func remove(_ key: Key, now: Duration) -> Effects {
+    var effects = Effects()
+    guard !isShutDown, let entry = index[key] ?? handedOut[key].flatMap({ $0.entry }) else { return effects }
+    let (outcome, table) = entry.forgetAll()
+    effects.released.tables.append(table)
+    entry.isStale = false
+    entry.refreshPending = false
+    if let fresh = outcome.fresh, let superseded = outcome.superseded {
+      if entry.held === superseded { entry.held = fresh }
+      effects.released.attempts.append(superseded)
+      effects.entryEffects.append((entry, outcome.effects))
+      guard entry.isInIndex else {
+        effects.launches.append((entry, fresh, nil))
+        return effects
+      }
+      reserveSlot(for: entry, attempt: fresh)
+      effects.launches.append((entry, fresh, nil))
+      entry.forgot = true
+      sync(entry, &effects)
+      entry.forgot = false
+      return effects
+    }
+    effects.entryEffects.append((entry, outcome.effects))
+    guard entry.isInIndex else { return effects }
+    entry.forgot = true
+    if entry.claimCount > 0 {
+      let previous = entry.held
+      entry.held = nil
+      addInterest(entry, starting: .load, &effects)
+      if let previous {
+        effects.entryEffects.append((entry, entry.removeInterest(from: previous)))
+        effects.released.attempts.append(previous)
+      }
+    }
+    sync(entry, &effects)
+    entry.forgot = false
+    settle(entry, now: now, &effects)
+    if entry.isIdleLinked { evict(entry, &effects) }
+    return effects
+  }
+
+  /// `removeAllIdle()`: evicts every idle entry — without claims, not loading. Returns how many.
+  mutating func removeAllIdle() -> (Int, Effects) {
+    var effects = Effects()
+    var removed = 0
+    while let oldest = idleEmpty.oldest ?? idle.oldest {
+      evict(oldest, &effects)
+      removed += 1
+    }
+    return (removed, effects)
+  }
+}

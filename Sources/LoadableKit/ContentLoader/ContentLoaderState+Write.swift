@@ -1,0 +1,27 @@
+/// Local writes: a value the app already has, set on a key as a load's result would be.
+extension ContentLoaderState {
+  /// `set(value, version:, for: key)`: under the version rule, the value becomes the key's
+  /// content; a running load is superseded (its task cancelled, its waiters answered with the
+  /// value, its result dropped). Returns whether the value was written, or `nil` when the key has
+  /// no entry and `fresh` is `nil` (the caller makes one outside the lock and comes back).
+  mutating func write(
+    _ key: Key, value: Value, version: Version, cost: Int, loadedAt: Duration, now: Duration, fresh: Entry?,
+    _ effects: inout Effects
+  ) -> Bool? {
+    guard !isShutDown else { return false }
+    guard let entry = entry(for: key, fresh: fresh, &effects) else { return nil }
+    guard let (entryEffects, dropped) = entry.write(value, version: version, cost: cost, now: loadedAt) else {
+      if entry.isInIndex { settle(entry, now: now, &effects) }
+      return false
+    }
+    effects.released.versions.append(contentsOf: dropped)
+    // The written value is newer than any refresh asked for before it.
+    entry.isStale = false
+    entry.refreshPending = false
+    entry.wrote = true
+    effects.entryEffects.append((entry, entryEffects))
+    sync(entry, &effects)
+    settle(entry, now: now, &effects)
+    return true
+  }
+}
