@@ -77,6 +77,19 @@ final class ThumbnailList {
     refreshes += 1
   }
 
+  /// Values the app wrote to the loader itself (`set(_:version:for:)`): each is a `loaded` event
+  /// without a load.
+  private(set) var writes = 0
+
+  /// The app already has `thumbnail` (its user just edited it): it writes it to the loader, which
+  /// keeps it unless it holds a newer one. Returns whether it was kept.
+  @discardableResult
+  func write(_ thumbnail: Thumbnail) -> Bool {
+    let kept = loader.set(thumbnail, version: thumbnail.revision, for: thumbnail.itemID)
+    if kept { writes += 1 }
+    return kept
+  }
+
   /// The screen closes: every cell ends its claim.
   func close() {
     for cell in visible { cell.claim.end() }
@@ -126,11 +139,12 @@ final class ThumbnailList {
       return "the service: \(service.unfinished - service.held) requests in flight"
     }
     // Each time a cell went to `loading` the loader said so in an event; each such load ended
-    // in one event, except those still running (held).
+    // in one event, except those still running (held). A value the app wrote is one more
+    // `loaded` event, without a load.
     let events = events.counts
     let startsDrawn = cells.map(\.loadsShown).reduce(0, +)
     let running = visible.count(where: { $0.frames.last?.status == .loading })
-    if events.started != startsDrawn || events.ended != startsDrawn - running {
+    if events.started != startsDrawn || events.ended != startsDrawn - running + writes {
       return "the loader's events: \(events.started) loads started and \(events.ended) ended, "
         + "where the cells show \(startsDrawn) and \(startsDrawn - running)"
     }

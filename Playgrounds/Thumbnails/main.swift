@@ -9,6 +9,8 @@
 // slow, stale response never replaces a newer thumbnail; idle thumbnails beyond 12 are evicted.
 // Step 9 flings 200 rows on simulated time, with and without `maximumConcurrentLoads` and
 // priorities, and compares the requests the service saw and when the visible rows were drawn.
+// Step 10 pulls to refresh during slow loads; step 11 writes an edited thumbnail to the loader
+// without a request, and step 12 drops every idle thumbnail on a memory warning.
 //
 // The run is the same every time: the simulated service holds requests until it is told to
 // answer them, and after each scroll the list waits until the cells, the loader's events and the
@@ -222,20 +224,47 @@ printColumns([
 print("    (times after the pull) each fresh request is sent at the pull and supersedes the running load;")
 print("    a stale answer that still comes is dropped, never drawn over the fresh one")
 
+// MARK: - 11. A local edit
+
+printStep("11. The owner replaces a thumbnail in the app: the app writes it to the loader, no request")
+before = list.totals
+let idle = items.first { thumbnails.snapshot(for: $0.id)?.status == .loaded }!
+let held = thumbnails.snapshot(for: idle.id)!.value!
+let edited = Thumbnail(itemID: idle.id, revision: held.revision + 1)
+let written = list.write(edited)
+await list.settle()
+print("    \(idle.title), idle in the loader with \(held): written \(edited) (\(written ? "kept" : "refused")); "
+  + "the loader now holds \(thumbnails.snapshot(for: idle.id)!.value!)")
+let older = list.write(held)
+print("    writing \(held) again: \(older ? "kept" : "refused, older than the value held")")
+list.printChanges(since: before)
+
+// MARK: - 12. A memory warning
+
+printStep("12. A memory warning: every idle thumbnail is dropped at once")
+before = list.totals
+let idleBefore = thumbnails.count
+let dropped = thumbnails.removeAllIdle()
+await list.settle()
+print("    \(idleBefore) idle entries, \(dropped) dropped (removeAllIdle); \(thumbnails.count) left")
+list.printChanges(since: before)
+
 // MARK: - Summary
 
 let totals = list.totals
 let (events, requests) = (totals.events, totals.service)
 printStep("Summary")
-let ended = (events.loaded + events.cancelled + events.failed, requests.answered + requests.cancelled + requests.failed)
+let loadsCompleted = events.loaded - list.writes  // a value written by the app is a `loaded` event without a load
+let ended = (loadsCompleted + events.cancelled + events.failed, requests.answered + requests.cancelled + requests.failed)
 let balanced = events.started == ended.0 && requests.requests == ended.1
 printColumns([
   ["", "loader events", "service requests"],
   ["loads started", "\(events.started)", "\(requests.requests)"],
-  ["completed", "\(events.loaded)", "\(requests.answered)"],
+  ["completed", "\(loadsCompleted)", "\(requests.answered)"],
   ["cancelled", "\(events.cancelled)", "\(requests.cancelled)"],
   ["failed", "\(events.failed)", "\(requests.failed)"],
   ["evicted", "\(events.evicted)", ""],
+  ["written by the app", "\(list.writes)", ""],
 ])
 print("")
 print(balanced

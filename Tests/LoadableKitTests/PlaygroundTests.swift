@@ -644,8 +644,9 @@ struct PlaygroundTests {
     // before it ran made no request.
     #expect(started.requests! <= started.events + 1 && completed.requests == completed.events)
     let evicted = try row("evicted").events
-    // 6 in step 3, the fling's, 6 at the close: empty entries go first, so the fling evicts one more.
-    #expect(evicted == 189 && evicted <= started.events)
+    // 6 in step 3, the fling's, 6 at the close: empty entries go first, so the fling evicts one more;
+    // then the 12 idle entries step 12's memory warning drops.
+    #expect(evicted == 189 + 12 && evicted <= started.events)
     #expect(summary.contains("started = completed + cancelled + failed, in both columns: every load that started ended"))
     #expect(summary.contains("entries: at most 18 after any scroll, within 6 claimed + 12 idle"))
 
@@ -659,6 +660,17 @@ struct PlaygroundTests {
       "limit 6, visible before prefetch 120 102 18 6 240 ms 720 ms",
       "(times after the list stops)",
     ])
+
+    // 11. A thumbnail the app writes is kept without a request, and an older one is refused
+    // (issue 30); 12. a memory warning drops every idle entry at once.
+    let edit = section(output, "▸ 11.").map(squeezed)
+    #expect(edit.contains { $0.contains(": written r") && $0.contains("(kept); the loader now holds r") })
+    #expect(edit.contains { $0.hasSuffix("again: refused, older than the value held") })
+    #expect(edit.contains("events 1 loaded") && edit.contains("service no requests"))
+    let warning = section(output, "▸ 12.").map(squeezed)
+    #expect(warning.contains("12 idle entries, 12 dropped (removeAllIdle); 0 left"))
+    #expect(warning.contains("events 12 evicted") && warning.contains("service no requests"))
+    #expect(summary.contains { squeezed($0) == "written by the app 1" })
 
     // 10. A pull to refresh during slow loads sends the fresh requests at once, whatever the
     // stale work does (issue 27, SPEC §5): the fresh rows are drawn one answer after the pull,
