@@ -123,6 +123,23 @@ for once in "POST /gp/GenerateOfflineMap/submitJob" "GET /gp/jobs/j1/result"; do
     exit 1
   fi
 done
+# ServerJobs' second run: its background status check (checkServerJobs()) asked the server once
+# about its one server job, and the resume then fetched the result without asking again. The
+# server's log has every status request the client logged, and the second run's are its last two
+# requests about j1: the check's status request, then the result.
+client_status=$(grep -c '^status j1 ' "$work/ServerJobs-http/job-service/requests.log" || true)
+server_status=$(grep -c -- 'GET /gp/jobs/j1?messagesAfter=' "$work/server.log" || true)
+if [ "$client_status" != "$server_status" ]; then
+  echo "ServerJobs: the client logged $client_status status requests for j1; the server's log has $server_status" >&2
+  exit 1
+fi
+last_two=$(grep -- 'GET /gp/jobs/j1' "$work/server.log" | tail -2 | sed -E 's/^#[0-9]+ //; s/messagesAfter=[0-9]+/messagesAfter=N/; s/ → ([0-9]+).*/ → \1/')
+if [ "$last_two" != $'GET /gp/jobs/j1?messagesAfter=N → 200\nGET /gp/jobs/j1/result → 200' ]; then
+  echo "ServerJobs: the server's last requests about j1 are not one status request (the check), then the result:" >&2
+  echo "$last_two" >&2
+  exit 1
+fi
+echo "ServerJobs: $server_status status requests for j1 over both runs; the second run's status check asked once, then the result was fetched"
 # MapViewer cancels its slow Fire Hydrants request: the count below includes it when the request
 # reached the server before the cancel (otherwise nothing was sent at all).
 echo "server log: $(grep -c '^#' "$work/server.log") requests, $(grep -c 'client went away' "$work/server.log") cancelled by the client"

@@ -65,22 +65,43 @@ let jobService: any PlaygroundJobService = {
 /// The Redlands services, for the job that runs on this device.
 let redlands = RedlandsServices(server: RedlandsServices.commandLineServer)
 
+/// The app's job service as one type: a ``ServerJobWork`` names the type of its runner's service,
+/// and the playground's is in-process or over HTTP, chosen at launch.
+struct AppJobService: JobServiceAPI {
+  nonisolated(nonsending) func submit(_ request: JobRequest) async throws -> String {
+    try await jobService.submit(request)
+  }
+
+  nonisolated(nonsending) func status(ofJob id: String, messagesAfter sequence: Int) async throws -> ServerJobStatus {
+    try await jobService.status(ofJob: id, messagesAfter: sequence)
+  }
+
+  nonisolated(nonsending) func cancel(job id: String) async throws -> ServerJobStatus {
+    try await jobService.cancel(job: id)
+  }
+
+  nonisolated(nonsending) func result(ofJob id: String) async throws -> JobResult {
+    try await jobService.result(ofJob: id)
+  }
+}
+
 /// A job that runs on the server: generate an offline map of an area. The parameters of a `Job`;
-/// its checkpoint is the server's job id and what the client has seen of it.
-struct GenerateOfflineMap: JobWork {
+/// its checkpoint is the server's job id and what the client has seen of it. A `ServerJobWork`
+/// names its runner, so `JobManager.checkServerJobs()` can ask the server about the job without
+/// running the work.
+struct GenerateOfflineMap: ServerJobWork {
   static let kind = "org.loadablekit.playgrounds.generate-offline-map"
   var area: String
 
-  func run(in context: JobContext<ServerJobCheckpoint>) async throws -> JobResult {
-    try await run(on: jobService, in: context)
-  }
-
-  private func run(on service: some JobServiceAPI, in context: JobContext<ServerJobCheckpoint>) async throws -> JobResult {
-    let runner = ServerJobRunner(
-      service: service,
+  var runner: ServerJobRunner<AppJobService> {
+    ServerJobRunner(
+      service: AppJobService(),
       pollSchedule: .exponential(initial: .milliseconds(100), maximum: .milliseconds(400)),
       serverMessageSource: "job service")
-    return try await runner.run(submitting: JobRequest(task: "GenerateOfflineMap", parameters: ["area": area]), in: context)
+  }
+
+  func run(in context: JobContext<ServerJobCheckpoint>) async throws -> JobResult {
+    try await runner.run(submitting: JobRequest(task: "GenerateOfflineMap", parameters: ["area": area]), in: context)
   }
 
   /// A `503` from the job service is transient: the job runs the work again after 50 ms, 100 ms…

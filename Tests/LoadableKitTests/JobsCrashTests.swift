@@ -11,7 +11,8 @@ import Testing
 /// runs three jobs and is killed with SIGKILL at a seeded random moment, 200 times on one
 /// directory; each run restores what the previous one left. The work appends every unit it runs to
 /// a log (O_APPEND + fsync) before saving the checkpoint after it, so the log shows which units ran
-/// twice.
+/// twice. A fourth job runs on a (stateless, fake) server that sends one message per poll: each
+/// restore, and the last, must hold every server message its checkpoint counts as seen, once.
 @Suite("Jobs: crash consistency", .timeLimit(.minutes(2)))
 struct JobsCrashTests {
   static let runs = 200
@@ -24,8 +25,40 @@ struct JobsCrashTests {
     var killedBeforeReady = 0
     var unitsRun = 0
     var unitsRedone = 0
+    /// Runs whose restore found the server job still polling.
+    var serverRuns = 0
+    /// The server messages the last restore counts as seen.
+    var serverMessages = 0
+    /// Server messages counted as seen but missing from the job's log, the most a restore found.
+    var serverMessagesLost = 0
+    /// Server messages in the job's log more than once, or not counted as seen, the most a restore found.
+    var serverMessagesExtra = 0
     var description: String {
-      "\(runs) runs killed (\(killedBeforeReady) before the jobs started), \(unitsRun) units run, \(unitsRedone) run twice"
+      "\(runs) runs killed (\(killedBeforeReady) before the jobs started), \(unitsRun) units run, \(unitsRedone) run twice;"
+        + " server job polling in \(serverRuns) runs, \(serverMessages) server messages, \(serverMessagesLost) lost,"
+        + " \(serverMessagesExtra) extra"
+    }
+
+    /// Checks a "server <name> <status> <seen> <numbers>" line: the log holds messages 1…seen,
+    /// once each, in order. Returns whether the job was still polling.
+    @discardableResult
+    mutating func checkServerLine(_ line: String, _ context: String) -> Bool {
+      let parts = line.split(separator: " ").map(String.init)
+      guard parts.count == 5, let seen = Int(parts[3]) else {
+        Issue.record("\(context): a malformed server line: \(line)")
+        return false
+      }
+      let numbers = parts[4] == "-" ? [] : parts[4].split(separator: ",").compactMap { Int($0) }
+      let present = Set(numbers)
+      let lost = (0..<seen).count { !present.contains($0 + 1) }
+      let extra = (numbers.count - present.count) + present.count { $0 > seen }  // twice, or not counted
+      // A lost message stays lost (the server is not asked for it again): the most any restore
+      // found is how many were lost in all.
+      serverMessagesLost = max(serverMessagesLost, lost)
+      serverMessagesExtra = max(serverMessagesExtra, extra)
+      serverMessages = seen
+      #expect(numbers == Array(0..<seen).map { $0 + 1 }, "\(context): \(parts[1]) counts \(seen) server messages as seen; its log holds \(parts[4])")
+      return parts[2] != "succeeded"
     }
   }
 
@@ -75,6 +108,9 @@ struct JobsCrashTests {
       #expect(!lines.contains { $0.hasPrefix("error") || $0.hasPrefix("problem") }, "run \(run): \(output)")
       if !lines.contains("ready") { figures.killedBeforeReady += 1 }
       restoredLines.append(lines.filter { $0.hasPrefix("restored ") })
+      for line in lines where line.hasPrefix("server ") {
+        if figures.checkServerLine(line, "run \(run)") { figures.serverRuns += 1 }
+      }
       figures.runs += 1
     }
 
@@ -119,6 +155,9 @@ struct JobsCrashTests {
     let jobs = output.split(separator: "\n").filter { $0.hasPrefix("job ") }.map { $0.split(separator: " ") }
     #expect(!output.contains("problem"), "\(output)")
     #expect(Set(jobs.map { String($0[1]) }) == ["A", "B", "C"], "\(output)")
+    let serverLines = output.split(separator: "\n").map(String.init).filter { $0.hasPrefix("server ") }
+    #expect(serverLines.count == 1, "\(output)")
+    for line in serverLines { figures.checkServerLine(line, "the last restore") }
     for job in jobs {
       let name = String(job[1])
       let status = String(job[2])
@@ -136,5 +175,8 @@ struct JobsCrashTests {
     print("JobManager crash test: \(figures)")
     #expect(figures.runs == Self.runs)
     #expect(figures.unitsRedone <= figures.runs * 3, "at most the unit in flight of each job per kill")
+    #expect(figures.serverRuns > 0 && figures.serverMessages > 0, "the server job polled")
+    #expect(figures.serverMessagesLost == 0)
+    #expect(figures.serverMessagesExtra == 0)
   }
 }

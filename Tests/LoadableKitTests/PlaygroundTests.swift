@@ -770,21 +770,31 @@ struct ServerJobsPlaygroundTests {
     #expect(restored.count == 2)
     #expect(restored.contains { $0.hasPrefix("org.loadablekit.playgrounds.generate-offline-map: paused, messages: ") })
     #expect(restored.contains("org.loadablekit.playgrounds.fetch-basemap-tiles: paused, messages: 1"))
-    #expect(lines(second, "▸ 2.").contains("manager.resumeAll() → 2"))
-    let resumed = lines(second, "▸ 2.")
-    #expect(resumed.contains("[offline map] LoadableKit.ServerJob: Reconnecting to server job j1, last seen executing"))
-    #expect(resumed.contains("[offline map] job service: Succeeded: wrote offline-map.mmpk"))
+    // The background status check (issue 29): one status request per server job, recorded and
+    // stored without running the work. (New step: the resume's steps are 3 to 5 now, and the
+    // server's last messages are posted by the check, so the resume reconnects "last seen succeeded".)
+    let checked = lines(second, "▸ 2.")
+    #expect(checked.contains("offline map: the job service says succeeded"), "\(checked)")
+    #expect(checked.contains("[offline map] job service: Succeeded: wrote offline-map.mmpk"))
+    #expect(checked.contains("offline map: paused, server job j1 last seen succeeded; its work did not run, the check is stored"))
+    #expect(checked.filter { $0.hasPrefix("requests.log: ") } == ["requests.log: status j1 → succeeded"], "one status request")
+    #expect(checked.contains("1 status request for 1 server job, one each: true"))
+    #expect(lines(second, "▸ 3.").contains("manager.resumeAll() → 2"))
+    let resumed = lines(second, "▸ 3.")
+    #expect(resumed.contains("[offline map] LoadableKit.ServerJob: Reconnecting to server job j1, last seen succeeded"))
+    #expect(!resumed.contains { $0.hasPrefix("[offline map] job service: ") }, "the check posted them")
     #expect(resumed.contains("[tiles] Continuing from tile \(checkpoint + 1) of 41"))
     #expect(resumed.contains("offline map: succeeded, result offline-map.mmpk, 18,874,368 bytes"))
     #expect(resumed.contains("tiles: succeeded, 41 tiles, resumed from the checkpoint at tile \(checkpoint)"))
     #expect(resumed.contains("the job service's messages in the job, over both runs: 6, each once: true"))
-    // The service's log: this run asked for the status once, then fetched the result; never submitted.
+    // The service's log: this run asked for the status once (the check), then the resume fetched
+    // the result without asking again; never submitted.
     #expect(try requests() == firstRequests + ["status j1 → succeeded", "result j1 → offline-map.mmpk"])
-    #expect(lines(second, "▸ 3.").suffix(2) == [
+    #expect(lines(second, "▸ 4.").suffix(2) == [
       "submitted once: true; result fetched once: true",
-      "this run asked for the status once, found the job succeeded, and fetched its result: true",
+      "this run asked for the status once (the check), found the job succeeded, and fetched its result: true",
     ])
-    #expect(lines(second, "▸ 4.") == ["41 writes for 41 tiles; every tile fetched exactly once: true"])
+    #expect(lines(second, "▸ 5.") == ["41 writes for 41 tiles; every tile fetched exactly once: true"])
 
     // Once more: both jobs were saved finished, and the service is asked nothing.
     let (third, thirdStatus) = try await runPlayground("ServerJobs", arguments: ["--resume", folder.path])

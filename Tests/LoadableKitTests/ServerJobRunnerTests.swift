@@ -207,6 +207,7 @@ struct ServerJobRunnerTests {
     manager.resumeAll()
     #expect(try await restored.output == "result of job-1")
     #expect(server.requests("result") == 1)
+    #expect(server.requests("status") == 2, "the result only: the check found the job succeeded")
     #expect(server.requests("submit") == 1)
     #expect(restored.serverMessages == ["Packaging 3 layers"])
     await job.cancel()  // the first launch's job, still waiting for its next poll

@@ -34,7 +34,9 @@
 /// - **Pause.** A paused job stops polling at its next poll while the server goes on; it counts
 ///   as parked while it waits for that poll (``Job/waitUntilParked()`` and
 ///   ``JobManager/pauseAll()`` return at once); ``Job/start()`` asks for the status at once, so a job that
-///   finished on the server meanwhile is not submitted again: its result is fetched.
+///   finished on the server meanwhile is not submitted again: its result is fetched. A job whose
+///   checkpoint already says the server's job succeeded (``JobManager/checkServerJobs()`` found
+///   it so) fetches the result without asking for the status again.
 /// - **Cancel.** ``Job/cancel()`` cancels the run's task; the runner then asks the server to
 ///   cancel the job, from a task that is not cancelled, and waits for the answer before the job
 ///   ends ``JobStatus/failed`` with `CancellationError`. When the server cannot cancel (it throws
@@ -136,6 +138,12 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
     _ checkpoint: inout ServerJobCheckpoint, pollAtOnce: Bool, in context: JobContext<ServerJobCheckpoint>
   ) async throws -> Service.Result {
     let id = checkpoint.serverJobID
+    if checkpoint.lastState == .succeeded {
+      // The server said so already (a status check while the job was paused, or a poll before a
+      // result request that failed): a job that succeeded stays so, and only its result is fetched.
+      try await context.pausePoint()
+      return try await service.result(ofJob: id)
+    }
     var polls = 0
     var pollNow = pollAtOnce
     var lastError: String?

@@ -59,6 +59,7 @@ public protocol ServerJobService<Request, Result>: Sendable {
   /// Fetches (downloads) the result of job `id`, which succeeded.
   ///
   /// - Throws: Any error; a transient one (by the ``JobOptions`` of the job) is retried within
-  ///   the job's transient-error window, after the status is asked for again.
+  ///   the job's transient-error window; the retry fetches the result again without asking for
+  ///   the status (the checkpoint says the server's job succeeded).
   nonisolated(nonsending) func result(ofJob id: String) async throws -> Result
 }
