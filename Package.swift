@@ -28,7 +28,9 @@ let package = Package(
 
     // Playgrounds: example executables, `swift run <Name>`. They use only LoadableKit's public API.
     .executableTarget(name: "QuickStart", dependencies: ["LoadableKit"], path: "Playgrounds/QuickStart"),
-    .executableTarget(name: "PagedSearch", dependencies: ["LoadableKit"], path: "Playgrounds/PagedSearch"),
+    .executableTarget(
+      name: "PagedSearch", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/PagedSearch",
+      exclude: ["README.md"]),
     .executableTarget(
       name: "MapViewer", dependencies: ["LoadableKit", "ExampleServices"], path: "Playgrounds/MapViewer",
       exclude: ["README.md"]),

@@ -70,6 +70,7 @@ for dir in Playgrounds/*/; do
   [ "$name" = ServerJobs ] && continue  # above
   echo "-- $name --server $url"
   "$bin/$name" > "$work/$name.local"
+  wc -l < "$work/server.log" > "$work/$name.log-start"  # the server's log from here is this run's and the later ones'
   "$bin/$name" --server "$url" > "$work/$name.http" 2> "$work/$name.err"
   if ! grep -q "services over HTTP" "$work/$name.err"; then
     echo "   (it has no services on the network: it ran in-process)"
@@ -84,8 +85,12 @@ done
 # Thumbnails: the server's log has every thumbnail request the playground's summary counts
 # ("service requests", the thumbnail service's own log, which the playground reads from the
 # server), with the same outcomes; every load cancelled was a request the server held, and saw
-# the client leave before it answered; and the held requests it released were answered.
-thumbnails() { grep 'info/thumbnail/thumbnail.png' "$work/server.log" | grep -c -- "$1" || true; }
+# the client leave before it answered; and the held requests it released were answered. Only
+# the log from its run on counts: PagedSearch, before it, asks for thumbnails too.
+thumbnails() {
+  tail -n "+$(($(cat "$work/Thumbnails.log-start") + 1))" "$work/server.log" | grep 'info/thumbnail/thumbnail.png' |
+    grep -c -- "$1" || true
+}
 summary() { sed -n '/^▸ Summary/,$p' "$work/Thumbnails.http" | sed -n "s/^    $1  *[0-9]*  *\([0-9]*\)\$/\1/p"; }
 for check in \
   "loads started|GET " "completed|→ 200" "failed|→ 503" "cancelled|client went away" "cancelled|(held) → client went away"; do
@@ -109,7 +114,10 @@ for expected in \
   "GET /geocode/GeocodeServer/findAddressCandidates.* → 200" \
   "POST /gp/GenerateOfflineMap/submitJob.* → 200" \
   "GET /gp/jobs/j1?messagesAfter=.* → 503" \
-  "GET /gp/jobs/j1/result → 200"; do
+  "GET /gp/jobs/j1/result → 200" \
+  "GET /portal/sharing/rest/search?q=parks&start=1&num=5 → 200" \
+  "GET /portal/sharing/rest/search?q=parks&start=11&num=5 → 503" \
+  "GET /portal/sharing/rest/search?q=parks&start=6&num=5 (held) → 200"; do
   if ! grep -q -- "$expected" "$work/server.log"; then
     echo "the server's log has no line like: $expected" >&2
     tail -20 "$work/server.log" >&2

@@ -64,12 +64,15 @@ public final class PortalService: Sendable {
     var portal: PortalInfo
     var items: [PortalItemInfo]
     var itemData: [String: WebMapDefinition]
+    var searchItems: [PortalSearchItem]
   }
 
   /// The network in front of the portal: latency, outages.
   public let server: SimulatedServer
   private let document: Document
   private let views: Locked<[String: Int]>
+  /// What ``search(_:start:num:)`` searches, in order.
+  var searchItems: [PortalSearchItem] { document.searchItems }
 
   init(server: SimulatedServer) {
     self.server = server

@@ -177,6 +177,26 @@ struct PlaygroundTests {
     #expect(output.hasSuffix("Done.\n"))
   }
 
+  @Test func pagedSearchClaimsTheThumbnailsOfTheRowsShown() async throws {
+    let (output, status) = try await runPlayground("PagedSearch")
+    #expect(status == 0)
+    func thumbnails(_ heading: String) -> [String] {
+      section(output, heading).map(squeezed).filter { $0.hasPrefix("thumbnails:") }
+    }
+    // The revisions of the thumbnails of the parks 1–5, 6–10 and 11–13.
+    let (page1, page2, page3) = ("r3 r2 r1 r3 r2", "r1 r3 r2 r1 r3", "r2 r1 r3")
+    #expect(thumbnails("▸ 1.") == ["thumbnails: 5 claims begun, 0 ended, 5 requests: \(page1)"])
+    #expect(thumbnails("▸ 2.") == ["thumbnails: 5 claims begun, 0 ended, 5 requests: \(page1) \(page2)"])
+    // The failed page changes no row; the retried one drops the first page's rows.
+    #expect(thumbnails("▸ 3.") == [
+      "thumbnails: 0 claims begun, 0 ended, 0 requests: \(page1) \(page2)",
+      "thumbnails: 3 claims begun, 5 ended, 3 requests: \(page2) \(page3)",
+    ])
+    // Scrolling back: the first page's rows claim their idle, loaded thumbnails: no request.
+    #expect(thumbnails("▸ 4.") == ["thumbnails: 5 claims begun, 3 ended, 0 requests: \(page1) \(page2)"])
+    #expect(thumbnails("▸ 5.") == ["thumbnails: 0 claims begun, 5 ended, 0 requests: \(page1)"])
+  }
+
   @Test func mapViewerTracesTheOutageTheRetryTheCancelAndTheOverride() async throws {
     let (output, status) = try await runPlayground("MapViewer")
     #expect(status == 0)

@@ -8,6 +8,8 @@ import LoadableKit
 ///
 /// - `GET /portal/sharing/rest/portals/self`, `/portal/sharing/rest/content/items/<id>`,
 ///   `/portal/sharing/rest/content/items/<id>/data`
+/// - `GET /portal/sharing/rest/search?q=…&start=…&num=…`: a page of a portal search, with ArcGIS
+///   REST's `total`, `start`, `num` and `nextStart` (`-1` on the last page)
 /// - `GET /gis/<service path>`, `/gis/<feature service>/<layer>`, `/gis/<map service>/tile/<level>/<row>/<column>`
 /// - `GET /geocode/GeocodeServer`, `/geocode/GeocodeServer/findAddressCandidates?text=…&maxResults=…&minScore=…&countryCode=…`,
 ///   `/geocode/GeocodeServer/reverseGeocode?x=…&y=…`
@@ -170,6 +172,12 @@ public final class ExampleServer: Sendable {
     case "portal":
       let items = "/sharing/rest/content/items/"
       if rest == "/sharing/rest/portals/self" { return try encoder.encode(try await services.portal.portalInfo()) }
+      if rest == "/sharing/rest/search" {
+        // ArcGIS REST's defaults: the first page, 10 results.
+        let start = query.get("start", as: Int.self) ?? 1
+        let num = query.get("num", as: Int.self) ?? 10
+        return try encoder.encode(try await services.portal.search(query.get("q") ?? "", start: start, num: num))
+      }
       if rest.hasPrefix(items) {
         let tail = rest.dropFirst(items.count).split(separator: "/").map(String.init)
         if tail.count == 1 { return try encoder.encode(try await services.portal.item(id: tail[0])) }

@@ -4,8 +4,9 @@ import Hummingbird
 import ServiceLifecycle
 
 /// The portal's thumbnail endpoint and its admin endpoints, on a ``ThumbnailService`` of
-/// ``ThumbnailCatalog/redlands(count:)``'s items, so `swift run Thumbnails --server URL` runs its
-/// story against this server (with ``ThumbnailClient``).
+/// ``ThumbnailCatalog/redlands(count:)``'s items and ``ThumbnailCatalog/portalSearch()``'s, so
+/// `swift run Thumbnails --server URL` (and PagedSearch's thumbnails) run against this server
+/// (with ``ThumbnailClient``).
 ///
 /// - `GET /portal/sharing/rest/content/items/<id>/info/thumbnail/thumbnail.png`: the thumbnail as
 ///   JSON (`{"itemID": …, "revision": …}`, a stand-in for the image). With `X-Hold` the
@@ -27,7 +28,9 @@ final class ThumbnailRoutes: Sendable {
   init() {
     let changes = ChangeBroadcast()
     self.changes = changes
-    service = ThumbnailService(items: ThumbnailCatalog.redlands(), latency: .zero, onChange: changes.signal)
+    // The Thumbnails playground's items, and those the PagedSearch playground's search finds.
+    service = ThumbnailService(
+      items: ThumbnailCatalog.redlands() + ThumbnailCatalog.portalSearch(), latency: .zero, onChange: changes.signal)
   }
 
   /// The item whose thumbnail `path` (`/portal/sharing/rest/content/items/<id>/info/thumbnail/thumbnail.png`) asks for.
