@@ -60,16 +60,12 @@ struct WaitingDemand {
 
   /// A dependent's demand changed; an update older than the one recorded is ignored.
   mutating func update(_ id: ObjectIdentifier, to priority: ClaimPriority, version: UInt64) {
-    guard var dependent = dependents[id], version >= dependent.version, priority != dependent.priority else {
-      if var dependent = dependents[id], version > dependent.version {
-        dependent.version = version
-        dependents[id] = dependent
-      }
-      return
+    guard var dependent = dependents[id], version >= dependent.version else { return }
+    if priority != dependent.priority {
+      dependentsAt[dependent.priority] -= 1
+      dependentsAt[priority] += 1
+      dependent.priority = priority
     }
-    dependentsAt[dependent.priority] -= 1
-    dependentsAt[priority] += 1
-    dependent.priority = priority
     dependent.version = version
     dependents[id] = dependent
   }
