@@ -30,7 +30,7 @@ struct DependencyGroupTests {
     await eventually { layers[0].loadStatus == .loaded && layers[2].loadStatus == .loaded }
     #expect(map.loadStatus == .loading, "one dependency is still loading")
     loads[1].resolve("b")
-    try await load.value
+    try await load.outcome
     #expect(map.loadStatus == .loaded)
     #expect(layers.allSatisfy { $0.waiterCount == 0 })
   }
@@ -38,7 +38,7 @@ struct DependencyGroupTests {
   @Test func theFirstFailureFailsTheAttemptAndPutsBackWhatOnlyItWanted() async throws {
     let (loads, layers, map, load) = try await loadingMap(over: 3)
     loads[1].fail(Boom(code: 7))
-    await #expect(throws: Boom(code: 7)) { try await load.value }
+    await #expect(throws: Boom(code: 7)) { try await load.outcome }
     // Withdrawn before the attempt failed, as a task group's cancelled children have returned
     // before it throws: the others are back as they were the moment the caller hears.
     #expect(layers[0].loadStatus == .notLoaded)
@@ -54,11 +54,11 @@ struct DependencyGroupTests {
     let other = Task { try await layers[1].fetch() }
     await eventually { layers[1].waiterCount == 2 }
     loads[0].fail(Boom(code: 1))
-    await #expect(throws: Boom(code: 1)) { try await load.value }
+    await #expect(throws: Boom(code: 1)) { try await load.outcome }
     #expect(layers[1].loadStatus == .loading)
     #expect(layers[1].waiterCount == 1, "the map's wait is withdrawn, the other caller's is not")
     loads[1].resolve("b")
-    #expect(try await other.value == "b")
+    #expect(try await other.outcome == "b")
     #expect(loads[1].cancelledCount == 0)
   }
 
@@ -67,7 +67,7 @@ struct DependencyGroupTests {
     loads[0].resolve("a")
     await eventually { layers[0].loadStatus == .loaded }
     map.cancelLoad()
-    await #expect(throws: CancellationError.self) { try await load.value }
+    await #expect(throws: CancellationError.self) { try await load.outcome }
     await eventually { loads[1].cancelledCount == 1 && loads[2].cancelledCount == 1 }
     await eventually { layers[1].loadStatus == .notLoaded && layers[2].loadStatus == .notLoaded }
     #expect(layers[0].loadStatus == .loaded, "what already loaded stays loaded")
@@ -111,15 +111,15 @@ struct DependencyGroupTests {
     let first = Task { try await source.fetch() }
     try await control.waitForStart()
     control.resolve("a")
-    _ = try await first.value
+    _ = try await first.outcome
     let refresh = Task { try await source.fetch() }
     try await control.waitForStart(2)
     let map = source.map { $0.uppercased() }
     let mapped = Task { try await map.fetchIfNeeded() }
     await eventually { source.waiterCount == 2 }  // the refresh's caller and the map's attempt
     control.resolve("b")
-    #expect(try await mapped.value == "B")
-    #expect(try await refresh.value == "b")
+    #expect(try await mapped.outcome == "B")
+    #expect(try await refresh.outcome == "b")
   }
 
   @Test func aZipOfOneLoadableTwiceLoadsItOnceAndReadsItTwice() async throws {
@@ -129,7 +129,7 @@ struct DependencyGroupTests {
     let load = Task { try await both.fetch() }
     try await control.waitForStart()
     control.resolve("a")
-    let (first, second, upper) = try await load.value
+    let (first, second, upper) = try await load.outcome
     #expect(first == "a" && second == "a" && upper == "A")
     #expect(control.startCount == 1)
   }
