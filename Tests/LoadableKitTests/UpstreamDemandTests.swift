@@ -214,6 +214,23 @@ struct KeyedUpstreamDemandTests {
 
     var waitingForASlot: Int { items.limiter?.waitingCount ?? 0 }
 
+    /// The busy item's load takes the one slot, and is held there.
+    func holdTheSlot() async throws -> ContentLoader<String, String, Int>.Claim {
+      let claim = items.begin("busy")
+      try await busy.waitForStart()
+      return claim
+    }
+
+    /// ``holdTheSlot()``, then thumbnail t is prefetched: its item waits for the slot.
+    func holdTheSlotAndPrefetchT() async throws -> (
+      busy: ContentLoader<String, String, Int>.Claim, prefetch: ContentLoader<String, String, Int>.Prefetch
+    ) {
+      let claim = try await holdTheSlot()
+      let prefetch = thumbnails.prefetch(["t"])
+      await eventually { waitingForASlot == 1 }
+      return (claim, prefetch)
+    }
+
     /// Whether anybody's demand is still recorded on `key`'s load (nobody waits for it any more
     /// once it loaded).
     func demandIsLeftOn(_ key: String) -> Bool {
@@ -232,10 +249,7 @@ struct KeyedUpstreamDemandTests {
   /// later goes first.
   @Test func anUpstreamWantedOnlyByAPrefetchWaitsBehindAVisibleClaim() async throws {
     let rows = Rows()
-    let busy = rows.items.begin("busy")
-    try await rows.busy.waitForStart()
-    let prefetch = rows.thumbnails.prefetch(["t"])
-    await eventually { rows.waitingForASlot == 1 }
+    let (busy, prefetch) = try await rows.holdTheSlotAndPrefetchT()
     let visible = rows.items.begin("item v")
     #expect(rows.waitingForASlot == 2)
     rows.busy.resolve(())
@@ -249,10 +263,7 @@ struct KeyedUpstreamDemandTests {
   /// equals: it waited longer than the other visible item).
   @Test func aDependentMadeVisibleRaisesItsUpstream() async throws {
     let rows = Rows()
-    let busy = rows.items.begin("busy")
-    try await rows.busy.waitForStart()
-    let prefetch = rows.thumbnails.prefetch(["t"])
-    await eventually { rows.waitingForASlot == 1 }
+    let (busy, prefetch) = try await rows.holdTheSlotAndPrefetchT()
     let visible = rows.items.begin("item v")
     let row = rows.thumbnails.begin("t", priority: .visible)
     rows.busy.resolve(())
@@ -266,10 +277,7 @@ struct KeyedUpstreamDemandTests {
   /// ... and drops it back when the visible claim that raised it ends.
   @Test func anUpstreamDropsBackWhenTheDemandThatRaisedItGoes() async throws {
     let rows = Rows()
-    let busy = rows.items.begin("busy")
-    try await rows.busy.waitForStart()
-    let prefetch = rows.thumbnails.prefetch(["t"])
-    await eventually { rows.waitingForASlot == 1 }
+    let (busy, prefetch) = try await rows.holdTheSlotAndPrefetchT()
     let visible = rows.items.begin("item v")
     let row = rows.thumbnails.begin("t", priority: .visible)
     row.end()  // scrolled away again: only the prefetch wants the thumbnail
@@ -285,8 +293,7 @@ struct KeyedUpstreamDemandTests {
   /// calls.
   @Test func aDeclaredDependencyIsRankedByItsDependentsDemandToo() async throws {
     let rows = Rows()
-    let busy = rows.items.begin("busy")
-    try await rows.busy.waitForStart()
+    let busy = try await rows.holdTheSlot()
     let declared = ContentLoader<String, String, Int>(idleTimeout: nil) { key in ("thumbnail of \(key)", 1) }
     let row = declared.loadable(for: "t")  // held: the dependency is the loadable's
     row.addDependency(rows.items.loadable(for: "item t"))
@@ -310,10 +317,7 @@ struct KeyedUpstreamDemandTests {
   /// does not lower it.
   @Test func aPlainCallerKeepsTheUpstreamVisible() async throws {
     let rows = Rows()
-    let busy = rows.items.begin("busy")
-    try await rows.busy.waitForStart()
-    let prefetch = rows.thumbnails.prefetch(["t"])
-    await eventually { rows.waitingForASlot == 1 }
+    let (busy, prefetch) = try await rows.holdTheSlotAndPrefetchT()
     let caller = Task { try await rows.items.loadable(for: "item t").fetch() }
     await eventually { rows.items.loadable(for: "item t").waiterCount == 2 }
     let visible = rows.items.begin("item v")
