@@ -18,12 +18,12 @@ struct LoadStateMachineTests {
 
   static func machine(_ status: LoadStatus) -> LoadStateMachine {
     switch status {
-    case .notLoaded: LoadStateMachine(status: .notLoaded, content: Int?.none, error: nil)
-    case .loaded: LoadStateMachine(status: .loaded, content: 1, error: nil)
-    case .failed: LoadStateMachine(status: .failed, content: Int?.none, error: Boom(code: 1))
+    case .notLoaded: LoadStateMachine(.notLoaded, content: Int?.none)
+    case .loaded: LoadStateMachine(.loaded, content: 1)
+    case .failed: LoadStateMachine(.failed(Boom(code: 1)), content: Int?.none)
     case .loading:
       {
-        var machine = LoadStateMachine(status: .loaded, content: 1, error: nil)
+        var machine = LoadStateMachine(.loaded, content: 1)
         _ = machine.decide(.sync, needsSync: true, waiter: nil, byDependent: false, callerCancelled: false)
         return machine
       }()
@@ -264,6 +264,7 @@ struct LoadStateMachineTests {
     var waiting: [UInt64] = []  // waiters of the current attempt
     var answered: Set<UInt64> = []  // answered through the machine's effects or a leave
     var stale: [RunningAttempt] = []
+    var interest: [RunningAttempt] = []  // units of interest held (a key's claims)
     var version = machine.contentVersion
 
     func settle(_ effects: LoadEffects) {
@@ -276,7 +277,7 @@ struct LoadStateMachineTests {
     for step in 0..<2_000 {
       let before = machine.status
       var event: LoadStatusEvent?
-      switch generator.next() % 7 {
+      switch generator.next() % 13 {
       case 0, 1:
         let request = [LoadRequest.load, .retry, .fetch, .fetchIfNeeded, .sync, .syncIfNeeded][Int(generator.next() % 6)]
         let waiter = request.waits ? Self.waiter(answers) : nil
@@ -321,10 +322,76 @@ struct LoadStateMachineTests {
           if let attempt = effects.released.attempt { stale.append(attempt) }
           waiting = []
         }
-      default:
+      case 6:
         guard let attempt = stale.randomElement(using: &generator) else { continue }
         let effects = machine.finish(attempt, with: .success(ContentBox(-1)), now: .now)
         #expect(effects.event == nil && effects.waiters.first == nil, "a stale attempt's result is dropped")
+      case 7:
+        // A keyed refresh supersedes the running attempt: the fresh one takes its waiters.
+        let intent = [LoadIntent.load, .refresh][Int(generator.next() % 2)]
+        switch machine.supersede(intent: intent) {
+        case .idle:
+          #expect(machine.attempt == nil, "step \(step): supersede idle only when nothing runs")
+        case .coalesced(let attempt):
+          #expect(attempt === machine.attempt)
+        case .superseded(let fresh, let superseded, _):
+          #expect(fresh === machine.attempt && fresh !== superseded, "step \(step): the fresh attempt is current")
+          #expect(superseded.waitingCount == 0, "step \(step): the superseded attempt keeps no waiter")
+          stale.append(superseded)
+        }
+      case 8:
+        // A local write: loaded with the written content, every waiter answered with it.
+        let value = 1_000_000 + step
+        let effects = machine.write(ContentBox(value))
+        event = effects.event
+        settle(effects)
+        if let attempt = effects.released.attempt { stale.append(attempt) }
+        waiting = []
+        #expect(machine.status == .loaded && machine.content(as: Int.self) == value, "step \(step): the write is shown")
+        if case .success(let delivery) = effects.result {
+          #expect(delivery.content(as: Int.self) == value, "step \(step): waiters get the written content")
+        } else {
+          Issue.record("step \(step): a write answered its waiters with a failure")
+        }
+      case 9:
+        // The content dropped (a key removed): a running attempt is superseded, nobody is failed.
+        let outcome = machine.forget()
+        event = outcome.effects.event
+        if let superseded = outcome.superseded { stale.append(superseded) }
+        #expect(machine.content(as: Int.self) == nil, "step \(step): the content is dropped")
+        #expect(machine.status == (outcome.fresh == nil ? .notLoaded : .loading), "step \(step): forget's status")
+        #expect(outcome.effects.waiters.first == nil, "step \(step): forget answers nobody")
+      case 10:
+        // A key's claims: one unit of interest in the running attempt, or in one it starts.
+        let outcome = machine.addInterest(starting: generator.next() % 2 == 0 ? .load : nil)
+        event = outcome.event
+        if outcome.started != nil { waiting = [] }
+        if let held = outcome.held { interest.append(held) }
+      case 11:
+        // A claim ends: when nobody else wants the attempt it held, the loadable goes back.
+        guard !interest.isEmpty else { continue }
+        let held = interest.remove(at: Int(generator.next() % UInt64(interest.count)))
+        let wasCurrent = held === machine.attempt
+        let effects = machine.removeInterest(from: held)
+        event = effects.event
+        settle(effects)
+        if effects.endedAttempt {
+          #expect(wasCurrent && machine.attempt == nil, "step \(step): only the current attempt is undone")
+          #expect(held.previousOutcomeStatus == machine.status, "step \(step): undoing restores the status before it")
+          stale.append(held)
+          waiting = []
+        }
+      default:
+        // A live view recomputed while idle: the content (one more version) or a failure.
+        guard machine.attempt == nil else {
+          let effects = machine.update(.failure(Boom(code: step)))
+          #expect(effects.event == nil && machine.status == .loading, "step \(step): a live failure waits for the attempt")
+          continue
+        }
+        let succeeds = generator.next() % 2 == 0
+        let effects = machine.update(succeeds ? .success(ContentBox(step)) : .failure(Boom(code: step)))
+        event = effects.event
+        #expect(machine.status == (succeeds ? before : .failed), "step \(step): a live update's status")
       }
       // The invariants.
       #expect((machine.status == .loading) == (machine.attempt != nil), "step \(step): loading ⇔ an attempt")
@@ -342,5 +409,16 @@ struct LoadStateMachineTests {
     #expect(all.values.allSatisfy { $0.count == 1 }, "a waiter answered twice")
     #expect(Set(all.keys) == answered, "answered exactly those the effects and leaves named")
     #expect(answered.isDisjoint(with: waiting), "a waiter still waiting was answered")
+  }
+}
+
+extension RunningAttempt {
+  /// The status the loadable had before this attempt (what a cascade restores).
+  var previousOutcomeStatus: LoadStatus {
+    switch previousOutcome {
+    case .notLoaded: .notLoaded
+    case .loaded: .loaded
+    case .failed: .failed
+    }
   }
 }

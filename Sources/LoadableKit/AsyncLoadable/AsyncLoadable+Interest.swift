@@ -20,15 +20,16 @@ extension LoadStateMachine {
   /// Adds one unit of interest to the running attempt; when none runs and `intent` is given,
   /// starts an attempt that only this interest wants.
   mutating func addInterest(starting intent: LoadIntent?) -> InterestOutcome {
-    if let attempt {
+    switch phase {
+    case .running(let attempt):
       attempt.interest += 1
       return InterestOutcome(held: attempt)
+    case .idle(let outcome):
+      guard let intent else { return InterestOutcome() }
+      let attempt = Attempt(id: nextUniqueID(), intent: intent, byDependent: true, after: outcome, content: contentBox)
+      attempt.interest = 1
+      return InterestOutcome(held: attempt, started: attempt, event: setPhase(.running(attempt)))
     }
-    guard let intent else { return InterestOutcome() }
-    let attempt = Attempt(id: nextUniqueID(), intent: intent, byDependent: true, previous: self)
-    attempt.interest = 1
-    self.attempt = attempt
-    return InterestOutcome(held: attempt, started: attempt, event: setStatus(.loading))
   }
 
   /// Removes the unit of interest `held` holds. When `held` is still running and nobody else wants

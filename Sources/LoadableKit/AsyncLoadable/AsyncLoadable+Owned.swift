@@ -12,10 +12,13 @@ extension LoadStateMachine {
   /// The attempt callers join and the owner launches: the current one, or a new one that nobody
   /// else can cancel (it is *wanted*, so a caller leaving never cascades).
   mutating func prepareOwnedAttempt() -> (Attempt, StatusEvent?) {
-    if let attempt { return (attempt, nil) }
-    let attempt = Attempt(id: nextUniqueID(), intent: .load, byDependent: false, previous: self)
-    self.attempt = attempt
-    return (attempt, setStatus(.loading))
+    switch phase {
+    case .running(let attempt):
+      return (attempt, nil)
+    case .idle(let outcome):
+      let attempt = Attempt(id: nextUniqueID(), intent: .load, byDependent: false, after: outcome, content: contentBox)
+      return (attempt, setPhase(.running(attempt)))
+    }
   }
 
   /// A caller of the owned attempt's outcome: answered at once when it is known (or the caller is
@@ -23,10 +26,10 @@ extension LoadStateMachine {
   mutating func joinOwnedAttempt(
     _ waiter: (id: UInt64, waiter: Waiter), callerCancelled: Bool
   ) -> (Result<Delivery, any Error>?, StatusEvent?) {
-    switch status {
-    case .loaded: return (.success(delivery), nil)
-    case .failed: return (.failure(error ?? CancellationError()), nil)
-    case .notLoaded, .loading:
+    switch phase {
+    case .idle(.loaded): return (.success(delivery), nil)
+    case .idle(.failed(let error)): return (.failure(error), nil)
+    case .idle(.notLoaded), .running:
       if callerCancelled { return (.failure(CancellationError()), nil) }
       let (attempt, event) = prepareOwnedAttempt()
       attempt.add(waiter)
@@ -54,10 +57,10 @@ extension AsyncLoadable {
   /// call alone throw `CancellationError`, and frees its waiter slot at once.
   nonisolated(nonsending) final func awaitOutcome() async throws -> Content {
     let known = state.withLock(owner: self) { state -> Result<Content, any Error>? in
-      switch state.status {
-      case .loaded: state.content(as: Content.self).map { .success($0) }
-      case .failed: .failure(state.error ?? CancellationError())
-      case .notLoaded, .loading: nil
+      switch state.phase {
+      case .idle(.loaded): state.content(as: Content.self).map { .success($0) }
+      case .idle(.failed(let error)): .failure(error)
+      case .idle(.notLoaded), .running: nil
       }
     }
     if let known { return try known.get() }

@@ -81,15 +81,17 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   ///   this initializer and no override is a programming error and traps.
   @inlinable
   public init() {
-    state = Mutex(LoadStateMachine(status: .notLoaded, content: Content?.none, error: nil))
+    state = Mutex(LoadStateMachine(.notLoaded, content: Content?.none))
     operation = .overridden
   }
 
   /// Inlinable, like the public initializers, so that creating a loadable is specialized for the
   /// caller's `Content` instead of looking up the generic metadata of its state at run time.
   @inlinable
-  init(status: LoadStatus, content: Content?, error: (any Error)?, operation: Operation?) {
-    state = Mutex(LoadStateMachine(status: status, content: content, error: error))
+  init(_ outcome: LoadStateMachine.Outcome, content: Content?, operation: Operation?) {
+    let machine = LoadStateMachine(outcome, content: content)
+    let status = machine.status
+    state = Mutex(machine)
     statusMirror.store(status.code, ordering: .relaxed)
     self.operation = operation ?? .overridden
   }
@@ -99,7 +101,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Nothing runs until somebody loads it. Each attempt calls `operation` once.
   @inlinable
   public convenience init(_ operation: @escaping @Sendable () async throws -> Content) {
-    self.init(status: .notLoaded, content: nil, error: nil, operation: .async(operation))
+    self.init(.notLoaded, content: nil, operation: .async(operation))
   }
 
   /// Creates a loadable whose attempts run the synchronous `operation`.
@@ -109,7 +111,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// closure*.
   @inlinable @_disfavoredOverload
   public convenience init(_ operation: @escaping @Sendable () throws -> Content) {
-    self.init(status: .notLoaded, content: nil, error: nil, operation: .sync(operation))
+    self.init(.notLoaded, content: nil, operation: .sync(operation))
   }
 
   /// Creates a loadable that is already ``LoadStatus/loaded`` with `content`.
@@ -117,7 +119,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// It is a constant: a refresh succeeds with the same content.
   @inlinable @_disfavoredOverload
   public convenience init(content: Content) {
-    self.init(status: .loaded, content: content, error: nil, operation: .constant(content))
+    self.init(.loaded, content: content, operation: .constant(content))
   }
 
   /// Creates a loadable that has already ``LoadStatus/failed`` with `error`.
@@ -125,7 +127,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// It is a constant: ``retryLoad()`` runs an attempt that fails with the same error.
   @inlinable
   public convenience init(error: any Error) {
-    self.init(status: .failed, content: nil, error: error, operation: .failure(error))
+    self.init(.failed(error), content: nil, operation: .failure(error))
   }
 
   deinit {

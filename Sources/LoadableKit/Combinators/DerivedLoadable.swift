@@ -179,27 +179,14 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
       let sourceError = states.first { $0.status == .failed }?.error
       withState { state in
         switch result {
-        case .success(let box):
-          state.contentBox = box
-          state.contentVersion = 1
-          if let sourceError {
-            state.error = sourceError
-            state.status = .failed
-          } else {
-            state.status = .loaded
-          }
-        case .failure(let error):
-          state.error = error
-          state.status = .failed
+        case .success(let box): state.startLive(content: box, failure: sourceError)
+        case .failure(let error): state.startLive(content: nil, failure: error)
         }
       }
       recordDerivation(sources: states.map(\.version))
       sourcesChanged()  // a change between the read and now
     } else if let failed = states.first(where: { $0.status == .failed }), let error = failed.error {
-      withState { state in
-        state.error = error
-        state.status = .failed
-      }
+      withState { $0.startLive(content: nil, failure: error) }
     }
   }
 
@@ -358,20 +345,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
       // The version check and the commit happen under the one lock, so of two concurrent updates
       // the older cannot land last.
       guard canApplyChange(state), advanceDerivation(to: versions) else { return .init() }
-      var effects = LoadStateMachine.Effects()
-      effects.released = .init(attempt: nil, content: state.contentBox, error: state.error)
-      switch result {
-      case .success(let box):
-        state.contentBox = box
-        state.contentVersion &+= 1
-        effects.changedContent = true
-        effects.result = .success(state.delivery)
-      case .failure(let error):
-        state.error = error
-        effects.event = state.setStatus(.failed)
-        effects.result = .failure(error)
-      }
-      return effects
+      return state.update(result)
     }
     perform(effects)
   }

@@ -8,21 +8,21 @@ extension AsyncLoadable {
   /// let portal = AsyncLoadable(name: "portal") { try await service.portalInfo() }
   /// ```
   public convenience init(name: String, _ operation: @escaping @Sendable () async throws -> Content) {
-    self.init(status: .notLoaded, content: nil, error: nil, operation: .async(operation))
+    self.init(.notLoaded, content: nil, operation: .async(operation))
     self.name = name
   }
 
   /// Creates a named loadable whose attempts run the synchronous `operation`.
   @_disfavoredOverload
   public convenience init(name: String, _ operation: @escaping @Sendable () throws -> Content) {
-    self.init(status: .notLoaded, content: nil, error: nil, operation: .sync(operation))
+    self.init(.notLoaded, content: nil, operation: .sync(operation))
     self.name = name
   }
 
   /// Creates a named loadable that is already ``LoadStatus/loaded`` with `content`.
   @_disfavoredOverload
   public convenience init(name: String, content: Content) {
-    self.init(status: .loaded, content: content, error: nil, operation: .constant(content))
+    self.init(.loaded, content: content, operation: .constant(content))
     self.name = name
   }
 

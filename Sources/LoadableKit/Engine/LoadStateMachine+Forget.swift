@@ -16,12 +16,13 @@ extension LoadStateMachine {
   /// superseded by a fresh one that takes its waiters and interest (nobody is failed), and whose
   /// cancellation restores the empty state, not the dropped content.
   mutating func forget() -> ForgetOutcome {
-    var released = Released(attempt: nil, content: contentBox.take(), error: error.take())
-    guard let old = attempt else {
-      return ForgetOutcome(effects: Effects(event: setStatus(.notLoaded), changedContent: true, released: released))
+    // The error goes with the effects, released after the lock (a `deinit` is user code).
+    var released = Released(attempt: nil, content: contentBox.take(), error: error)
+    guard case .running(let old) = phase else {
+      return ForgetOutcome(effects: Effects(event: setPhase(.idle(.notLoaded)), changedContent: true, released: released))
     }
     let fresh = Attempt(id: nextUniqueID(), intent: .refresh, superseding: old, forgetting: true)
-    attempt = fresh
+    phase = .running(fresh)
     released.context = old.context.take()
     let effects = Effects(cancelTask: old.task, cancelDriver: old.driver, changedContent: true, released: released)
     return ForgetOutcome(fresh: fresh, superseded: old, effects: effects)

@@ -31,7 +31,7 @@ extension LoadStateMachine {
     guard let old = attempt else { return .idle }
     if old.intent == intent && old.context == nil && !old.finished { return .coalesced(old) }
     let fresh = Attempt(id: nextUniqueID(), intent: intent, superseding: old)
-    attempt = fresh
+    phase = .running(fresh)  // the superseded attempt is handed back, released after the lock
     var effects = Effects()
     effects.cancelTask = old.task
     effects.cancelDriver = old.driver

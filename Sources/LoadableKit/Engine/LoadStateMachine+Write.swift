@@ -9,12 +9,14 @@ extension LoadStateMachine {
   /// its waiters are answered with the written content, as if the attempt had returned it — none
   /// of them is failed or cancelled.
   mutating func write(_ box: AnyContentBox) -> Effects {
-    var released = Released(attempt: nil, content: contentBox.take(), error: error.take())
+    // The error (a failed key's) goes with the effects, released after the lock.
+    var released = Released(attempt: nil, content: contentBox.take(), error: error)
     contentBox = box
     contentVersion &+= 1
-    guard let attempt = attempt.take() else {
-      return Effects(result: .success(delivery), event: setStatus(.loaded), changedContent: true, released: released)
+    guard case .running(let attempt) = phase else {
+      return Effects(result: .success(delivery), event: setPhase(.idle(.loaded)), changedContent: true, released: released)
     }
+    let event = setPhase(.idle(.loaded))
     released.context = attempt.context.take()
     let waiters = attempt.takeWaiters()
     let task = attempt.task
@@ -22,7 +24,7 @@ extension LoadStateMachine {
     released.attempt = consume attempt
     // Not committed: the content did not come from the attempt's work.
     return Effects(
-      waiters: waiters, result: .success(delivery), event: setStatus(.loaded), cancelTask: task,
+      waiters: waiters, result: .success(delivery), event: event, cancelTask: task,
       cancelDriver: driver, changedContent: true, endedAttempt: true, attemptCommitted: false, released: released)
   }
 }

@@ -88,7 +88,10 @@ struct LoadStateMachine {
   typealias Released = LoadReleased
   typealias StatusEvent = LoadStatusEvent
 
-  @usableFromInline var status: LoadStatus
+  /// Where the loadable is: idle with the outcome of its last attempt, or running an attempt.
+  /// The status, the error and the running attempt are read from it; "loading ⇔ an attempt runs"
+  /// and "failed ⇔ an error" are facts of its type, not of checks.
+  @usableFromInline var phase: Phase
   /// The content, in a box of its own (a ``ContentBox``), so that the state machine is not
   /// generic at all: the state, and the `Mutex` around it, are concrete types whose metadata is
   /// static, and the library's unspecialized code takes the lock and reads or changes the
@@ -96,11 +99,11 @@ struct LoadStateMachine {
   /// `LoadStateMachine` and `Mutex<…>` (issue 13: a third of a `map` node's lookups,
   /// and two of the three of creating and releasing a loadable). Only code that touches the
   /// content itself names its type (``content(as:)``).
+  ///
+  /// Beside the phase, not in it: content survives a refresh, a failure and a cancel (SPEC §1).
   @usableFromInline var contentBox: AnyContentBox?
-  @usableFromInline var error: (any Error)?
   /// Counts successful attempts (and live recomputations of derived content).
   @usableFromInline var contentVersion: UInt64 = 0
-  @usableFromInline var attempt: Attempt?
   /// An attempt's task holds the gate while it runs, so `performLoad()` never runs twice at once
   /// even when a cancelled attempt's work ignores cancellation. Tasks wait in `extras.gateQueue`.
   @usableFromInline var gateBusy = false
@@ -137,16 +140,39 @@ struct LoadStateMachine {
     contentBox.map(ContentBox<Content>.unbox)
   }
 
-  @inlinable init<Content: Sendable>(status: LoadStatus, content: Content?, error: (any Error)?) {
-    self.status = status
+  /// A loadable that is idle with `outcome` and `content`.
+  @inlinable init<Content: Sendable>(_ outcome: Outcome, content: Content?) {
+    self.phase = .idle(outcome)
     self.contentBox = content.map { ContentBox($0) }
-    self.error = error
   }
 
-  /// The error is reported only while failed: during a retry the previous attempt's error is kept
-  /// (a cascade-cancelled attempt restores it) but is not the loadable's error.
+  /// The status: ``LoadStatus/loading`` while an attempt runs, otherwise the last outcome's.
+  @inlinable var status: LoadStatus {
+    switch phase {
+    case .running: .loading
+    case .idle(.notLoaded): .notLoaded
+    case .idle(.loaded): .loaded
+    case .idle(.failed): .failed
+    }
+  }
+
+  /// The error of the last attempt, while the loadable is failed. During a retry the error
+  /// before it is kept by the attempt (a cascade that undoes the attempt restores it), but it is
+  /// not the loadable's error.
+  @inlinable var error: (any Error)? {
+    if case .idle(.failed(let error)) = phase { return error }
+    return nil
+  }
+
+  /// The running attempt, if any.
+  @inlinable var attempt: Attempt? {
+    if case .running(let attempt) = phase { return attempt }
+    return nil
+  }
+
+  /// The error is reported only while failed (see ``error``).
   @inlinable func snapshot<Content: Sendable>(as _: Content.Type) -> LoadSnapshot<Content> {
-    LoadSnapshot(status: status, content: content(as: Content.self), error: status == .failed ? error : nil)
+    LoadSnapshot(status: status, content: content(as: Content.self), error: error)
   }
 
   var delivery: Delivery { Delivery(contentBox: contentBox, version: contentVersion) }
@@ -165,18 +191,19 @@ struct LoadStateMachine {
     _ request: LoadRequest, needsSync: Bool, waiter: (id: UInt64, waiter: Waiter)?,
     byDependent: Bool, callerCancelled: Bool
   ) -> (Decision, StatusEvent?) {
-    switch status {
-    case .loaded:
+    let outcome: Outcome
+    switch phase {
+    case .idle(.loaded):
       switch request {
       case .load, .retry: return (.content(delivery), nil)
       case .fetchIfNeeded where !needsSync: return (.content(delivery), nil)
       case .syncIfNeeded where !needsSync: return (.none, nil)
-      default: break
+      default: outcome = .loaded
       }
-    case .failed:
-      if request == .load { return (.failure(error ?? CancellationError()), nil) }
-    case .loading:
-      guard let attempt else { preconditionFailure("loading without an attempt") }
+    case .idle(.failed(let error)):
+      if request == .load { return (.failure(error), nil) }
+      outcome = .failed(error)
+    case .running(let attempt):
       switch request {
       case .fetchIfNeeded where !needsSync: return (.content(delivery), nil)
       case .sync, .syncIfNeeded:
@@ -187,18 +214,18 @@ struct LoadStateMachine {
         if let waiter { attempt.add(waiter) }
         return (.joined(attempt.task, attempt.driver), nil)
       }
-    case .notLoaded:
-      break
+    case .idle(.notLoaded):
+      outcome = .notLoaded
     }
     // Start a new attempt.
     if request.waits && callerCancelled { return (.failure(CancellationError()), nil) }
-    let attempt = Attempt(id: nextUniqueID(), intent: request.intent, byDependent: byDependent, previous: self)
+    let attempt = Attempt(
+      id: nextUniqueID(), intent: request.intent, byDependent: byDependent, after: outcome, content: contentBox)
     if let waiter {
       attempt.add(waiter)
       if case .completion = waiter.waiter { attempt.wanted = true }
     }
-    self.attempt = attempt
-    return (.started(attempt), setStatus(.loading))
+    return (.started(attempt), setPhase(.running(attempt)))
   }
 
   /// Stores the task of a freshly started attempt. Returns `true` when the attempt was cancelled
@@ -251,10 +278,10 @@ struct LoadStateMachine {
 
   /// The answer to a request that needs no waiting and changes nothing, or `nil`.
   func immediate(_ request: LoadRequest, needsSync: Bool) -> Result<Delivery, any Error>? {
-    switch (status, request) {
-    case (.loaded, .load), (.loaded, .retry): .success(delivery)
-    case (.loaded, .fetchIfNeeded), (.loading, .fetchIfNeeded): needsSync ? nil : .success(delivery)
-    case (.failed, .load): .failure(error ?? CancellationError())
+    switch (phase, request) {
+    case (.idle(.loaded), .load), (.idle(.loaded), .retry): .success(delivery)
+    case (.idle(.loaded), .fetchIfNeeded), (.running, .fetchIfNeeded): needsSync ? nil : .success(delivery)
+    case (.idle(.failed(let error)), .load): .failure(error)
     default: nil
     }
   }
@@ -267,48 +294,46 @@ struct LoadStateMachine {
   /// `result` holds the content in its ``ContentBox``.
   mutating func finish(_ finished: Attempt, with result: Result<AnyContentBox, any Error>, now: MonotonicInstant) -> Effects {
     finished.finished = true
-    guard attempt === finished, let attempt = attempt.take() else { return Effects() }
+    guard case .running(let attempt) = phase, attempt === finished else { return Effects() }
     // What the state lets go of is moved out (not copied and then overwritten, a retain and a
-    // release each), to be released with the effects, after the lock.
+    // release each), to be released with the effects, after the lock. The ended attempt holds
+    // the error of the outcome before it.
     var released = Released(attempt: nil, context: attempt.context.take())
     let delivered: Result<LoadDelivery, any Error>
-    let succeeded: Bool
+    let outcome: Outcome
     switch result {
     case .success(let box):
       released.content = contentBox.take()
       contentBox = box
-      released.error = error.take()
       contentVersion &+= 1
       more.lastDuration = attempt.started.nanoseconds(to: now)
       delivered = .success(delivery)
-      succeeded = true
+      outcome = .loaded
     case .failure(let failure):
-      released.error = error.take()
-      error = failure
       delivered = .failure(failure)
-      succeeded = false
+      outcome = .failed(failure)
     }
+    let event = setPhase(.idle(outcome))
     let waiters = attempt.takeWaiters()
     released.attempt = consume attempt
     // Built in one expression, as it is returned: built in a variable and then returned, it was
     // copied on the way out (its waiters retained once more, and then released). The waiters are
     // moved out of the ended attempt, which nobody joins or leaves any more.
     return Effects(
-      waiters: waiters, result: delivered, event: setStatus(succeeded ? .loaded : .failed),
-      changedContent: succeeded, endedAttempt: true, released: released)
+      waiters: waiters, result: delivered, event: event,
+      changedContent: outcome.isLoaded, endedAttempt: true, released: released)
   }
 
   /// `cancelLoad()`: the running attempt fails with `CancellationError`, with every waiter.
   mutating func cancel() -> Effects {
     guard let attempt else { return Effects() }
-    self.attempt = nil
     let failure = CancellationError()
-    var released = Released(attempt: attempt, content: nil, error: error)
+    // The attempt holds the error before it, released with it after the lock.
+    var released = Released(attempt: attempt, content: nil, error: nil)
     released.context = attempt.context.take()
-    error = failure
     var effects = Effects(
-      waiters: attempt.takeWaiters(), result: .failure(failure), event: setStatus(.failed), cancelTask: attempt.task,
-      cancelDriver: attempt.driver, released: released)
+      waiters: attempt.takeWaiters(), result: .failure(failure), event: setPhase(.idle(.failed(failure))),
+      cancelTask: attempt.task, cancelDriver: attempt.driver, released: released)
     effects.endedAttempt = true
     effects.attemptCommitted = false
     return effects
@@ -332,29 +357,54 @@ struct LoadStateMachine {
   /// Cancels the current `attempt`, which nobody but its dependent (or a key's claims) wanted, and
   /// puts the loadable back as it was before it: nobody asked *it* to fail.
   mutating func cancelAndRestore(_ attempt: Attempt) -> Effects {
-    self.attempt = nil
     var effects = Effects()
     effects.cancelTask = attempt.task
     effects.cancelDriver = attempt.driver
-    effects.released = Released(attempt: attempt, content: contentBox, error: error)
+    effects.released = Released(attempt: attempt, content: contentBox, error: nil)
     effects.released.context = attempt.context.take()
     effects.endedAttempt = true
     effects.attemptCommitted = false
     contentBox = attempt.previousContent
-    error = attempt.previousError
-    effects.event = setStatus(attempt.previousStatus)
+    effects.event = setPhase(.idle(attempt.previousOutcome))
     effects.changedContent = true
     return effects
   }
 
   // MARK: - Status changes
 
-  mutating func setStatus(_ newStatus: LoadStatus) -> StatusEvent? {
+  /// Moves to `newPhase`; returns the event to deliver when the status changed.
+  mutating func setPhase(_ newPhase: Phase) -> StatusEvent? {
     let old = status
-    status = newStatus
+    phase = newPhase
+    let newStatus = status
     guard old != newStatus else { return nil }
     let start = extras?.observers.enqueueChange(newStatus) ?? false
     return StatusEvent(status: newStatus, startDelivery: start)
+  }
+}
+
+extension LoadStateMachine {
+  /// Where a loadable is in its lifecycle (``LoadStateMachine/phase``).
+  @usableFromInline
+  enum Phase: Sendable {
+    /// No attempt runs; `Outcome` is how the last one ended (or how the loadable was created).
+    case idle(Outcome)
+    /// An attempt runs: the status is ``LoadStatus/loading``.
+    case running(RunningAttempt)
+  }
+
+  /// How an idle loadable's last attempt ended: the three settled statuses, the failure with its
+  /// error.
+  @usableFromInline
+  enum Outcome: Sendable {
+    case notLoaded
+    case loaded
+    case failed(any Error)
+
+    var isLoaded: Bool {
+      if case .loaded = self { return true }
+      return false
+    }
   }
 }
 

@@ -177,11 +177,11 @@ protocol AttemptDriver: AnyObject, Sendable {
   /// last (see `AsyncLoadable+Interest.swift`). Like a waiter, it keeps a dependent-started
   /// attempt alive.
   @exclusivity(unchecked) var interest = 0
-  /// What the loadable looked like before this attempt, restored by a cascading cancel.
-  let previousStatus: LoadStatus
+  /// How the loadable's last attempt had ended before this one, restored by a cascading cancel
+  /// (the error of a failure before a retry lives here while the retry runs).
+  let previousOutcome: LoadStateMachine.Outcome
   /// The ``ContentBox`` of the content before it.
   let previousContent: AnyContentBox?
-  let previousError: (any Error)?
   /// When it started, for its duration (``LoadableExtras/lastDuration``).
   let started = MonotonicInstant.now
   /// The attempt's task has returned (whether or not its result was used).
@@ -197,9 +197,8 @@ protocol AttemptDriver: AnyObject, Sendable {
     self.intent = intent
     self.startedByDependent = old.startedByDependent
     self.wanted = old.wanted
-    self.previousStatus = forgetting ? .notLoaded : old.previousStatus
+    self.previousOutcome = forgetting ? .notLoaded : old.previousOutcome
     self.previousContent = forgetting ? nil : old.previousContent
-    self.previousError = forgetting ? nil : old.previousError
     interest = old.interest
     pendingPriority = old.pendingPriority
     waiters = old.waiters
@@ -212,13 +211,14 @@ protocol AttemptDriver: AnyObject, Sendable {
     old.interest = 0
   }
 
-  init(id: UInt64, intent: LoadIntent, byDependent: Bool, previous: LoadStateMachine) {
+  /// A fresh attempt of an idle loadable whose last attempt ended with `outcome` and whose content
+  /// is `content`.
+  init(id: UInt64, intent: LoadIntent, byDependent: Bool, after outcome: LoadStateMachine.Outcome, content: AnyContentBox?) {
     self.id = id
     self.intent = intent
     self.startedByDependent = byDependent
     self.wanted = !byDependent
-    self.previousStatus = previous.status
-    self.previousContent = previous.contentBox
-    self.previousError = previous.error
+    self.previousOutcome = outcome
+    self.previousContent = content
   }
 }

@@ -71,7 +71,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     machine.runsWorkToCancel = Self.runsWorkToCancel
     self.state = Mutex(machine)
     self.signals = JobSignals(progress: 0)
-    self.run = AsyncLoadable(status: .notLoaded, content: nil, error: nil, operation: nil)
+    self.run = AsyncLoadable(.notLoaded, content: nil, operation: nil)
   }
 
   /// A job restored from its JSON form.
@@ -81,9 +81,9 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     self.signals = JobSignals(progress: machine.progress)
     // A job restored after it finished has its outcome already: `output` throws it at once.
     switch machine.result {
-    case .failure(let error)?: self.run = AsyncLoadable(status: .failed, content: nil, error: error, operation: nil)
-    case .success(let output)?: self.run = AsyncLoadable(status: .loaded, content: output, error: nil, operation: nil)
-    case nil: self.run = AsyncLoadable(status: .notLoaded, content: nil, error: nil, operation: nil)
+    case .failure(let error)?: self.run = AsyncLoadable(.failed(error), content: nil, operation: nil)
+    case .success(let output)?: self.run = AsyncLoadable(.loaded, content: output, operation: nil)
+    case nil: self.run = AsyncLoadable(.notLoaded, content: nil, operation: nil)
     }
     var machine = machine
     machine.runsWorkToCancel = Self.runsWorkToCancel

@@ -295,14 +295,8 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
       guard var content = state.content(as: PagedContent<Cursor, Item>.self), content.generation == load.generation,
         content.insert(page, loadedWith: load.cursor, toward: direction, maximumPages: maximumPages)
       else { return LoadStateMachine.Effects() }
-      var effects = LoadStateMachine.Effects()
-      // The old pages are released after the lock: an item's `deinit` is user code.
-      effects.released = .init(attempt: nil, content: state.contentBox, error: nil)
-      state.contentBox = ContentBox(content)
-      state.contentVersion &+= 1
-      effects.changedContent = true
-      effects.result = .success(state.delivery)
-      return effects
+      // The old pages are released with the effects, after the lock: an item's `deinit` is user code.
+      return state.update(.success(ContentBox(content)))
     }
     perform(effects)
     pageStatusDidChange(direction)

@@ -1,0 +1,40 @@
+/// Live views: content that changes outside an attempt, because what it is derived from changed —
+/// a `map` or `zip` over a source that loaded again, a paged loadable's page that landed.
+extension LoadStateMachine {
+  /// The state a live view starts in, derived from its sources as it is created (nobody can
+  /// observe it yet, so nothing is delivered): `content` at version 1 when the sources had
+  /// content, failed with `failure` when one had failed.
+  mutating func startLive(content box: AnyContentBox?, failure: (any Error)?) {
+    if let box {
+      contentBox = box
+      contentVersion = 1
+    }
+    if let failure {
+      phase = .idle(.failed(failure))
+    } else if box != nil {
+      phase = .idle(.loaded)
+    }
+  }
+
+  /// The live content was recomputed while no attempt runs. `.success`: the content is replaced
+  /// and counts one more version, the status unchanged. `.failure`: the loadable fails with the
+  /// error and keeps its content; a failure while an attempt runs changes nothing (the attempt's
+  /// outcome decides, and a live view applies changes only while idle).
+  mutating func update(_ result: Result<AnyContentBox, any Error>) -> Effects {
+    var effects = Effects()
+    switch result {
+    case .success(let box):
+      effects.released.content = contentBox.take()
+      contentBox = box
+      contentVersion &+= 1
+      effects.changedContent = true
+      effects.result = .success(delivery)
+    case .failure(let failure):
+      guard case .idle = phase else { return effects }
+      effects.released.error = error  // released after the lock
+      effects.event = setPhase(.idle(.failed(failure)))
+      effects.result = .failure(failure)
+    }
+    return effects
+  }
+}
