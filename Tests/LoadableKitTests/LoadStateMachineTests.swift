@@ -129,7 +129,7 @@ struct LoadStateMachineTests {
     let cancel = machine.cancel()
     for case let (_, waiter)? in cancel.waiters { waiter.resume(with: cancel.result) }
     #expect(machine.status == .failed && machine.error is CancellationError)
-    #expect(cancel.cancelTask == nil && cancel.endedAttempt && !cancel.attemptCommitted)
+    #expect(cancel.cancel.isNone && cancel.endedAttempt && !cancel.attemptCommitted)
     // A retry starts anew; the cancelled attempt's late result changes nothing.
     guard case (.started(let retry), _) = machine.decide(
       .retry, needsSync: true, waiter: Self.waiter(answers), byDependent: false, callerCancelled: false)
@@ -159,7 +159,7 @@ struct LoadStateMachineTests {
     _ = machine.decide(.fetch, needsSync: true, waiter: second, byDependent: true, callerCancelled: false)
     // The waiters here are completion handlers, which make an attempt wanted; a dependent's wait
     // (`LoadWaiter.dependent`) does not, and that is the case this test is about.
-    attempt.wanted = false
+    attempt.standing = .forDependents
     // One of two leaves: the attempt goes on for the other.
     let (left, none) = machine.removeWaiter(first.id)
     #expect(left != nil && none == nil && machine.attempt === attempt)
@@ -178,7 +178,7 @@ struct LoadStateMachineTests {
     guard case (.started(let attempt), _) = machine.decide(
       .fetch, needsSync: true, waiter: dependent, byDependent: true, callerCancelled: false)
     else { Issue.record("not started"); return }
-    attempt.wanted = false  // as a dependent's wait leaves it (see above)
+    attempt.standing = .forDependents  // as a dependent's wait leaves it (see above)
     _ = machine.decide(.sync, needsSync: true, waiter: nil, byDependent: false, callerCancelled: false)
     let (left, effects) = machine.removeWaiter(dependent.id)
     #expect(left != nil && effects == nil)
@@ -190,11 +190,14 @@ struct LoadStateMachineTests {
     guard case (.started(let attempt), _) = machine.decide(
       .sync, needsSync: true, waiter: nil, byDependent: false, callerCancelled: false)
     else { Issue.record("not started"); return }
-    let (task, driver) = machine.escalate(to: .high)
-    #expect(task == nil && driver == nil)
-    let (cancel, escalate) = machine.attach(Task {}, to: attempt)
+    #expect(machine.escalate(to: .high).isNone, "no runner to raise yet")
+    let (cancel, escalate) = machine.attach(.task(Task {}), to: attempt)
     #expect(!cancel)
     #expect(escalate == RawPriority(.high))
+    guard case .task = machine.escalate(to: .high) else {
+      Issue.record("once attached, a raise goes to the attempt's task")
+      return
+    }
   }
 
   // MARK: - Supersede (SPEC §5)

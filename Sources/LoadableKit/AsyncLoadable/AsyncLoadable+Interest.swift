@@ -37,7 +37,7 @@ extension LoadStateMachine {
   mutating func removeInterest(from held: Attempt) -> Effects {
     guard held.interest > 0 else { return Effects() }
     held.interest -= 1
-    guard let attempt, attempt === held, attempt.startedByDependent, !attempt.wanted,
+    guard let attempt, attempt === held, case .forDependents = attempt.standing,
       attempt.waitingCount == 0, attempt.interest == 0
     else { return Effects() }
     return cancelAndRestore(attempt)

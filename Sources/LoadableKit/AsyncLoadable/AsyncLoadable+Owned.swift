@@ -95,7 +95,7 @@ extension AsyncLoadable {
       let now = MonotonicInstant.now  // read before the lock, as `endAttempt` does
       self.perform(self.withState { $0.finish(attempt, with: result, now: now) })
     }
-    let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
+    let (cancel, escalate) = withState { $0.attach(.task(task), to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }
     if cancel { task.cancel() }
     return task
@@ -104,7 +104,7 @@ extension AsyncLoadable {
   /// Cancels the task of the running attempt, if it has one, without ending the attempt: its
   /// owner decides how it ends.
   final func cancelOwnedAttemptTask() {
-    state.withLock(owner: self) { $0.attempt?.task }?.cancel()
+    if case .task(let task)? = state.withLock(owner: self, { $0.attempt?.runner }) { task.cancel() }
   }
 
   /// Ends the owned attempt with `result` (see ``LoadStateMachine/conclude(with:now:)``) and

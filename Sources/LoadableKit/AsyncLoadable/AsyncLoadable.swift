@@ -380,18 +380,15 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Raises the priority of the running attempt's task (a task's priority is never lowered), or
   /// passes it on through the attempt's driver.
   final func escalateRunningAttempt(to priority: TaskPriority) {
-    let (task, driver) = withState { $0.escalate(to: priority) }
-    task?.escalatePriority(to: priority)
-    driver?.escalate(to: priority)
+    withState { $0.escalate(to: priority) }.escalate(to: priority)
   }
 
   /// A caller joined the running attempt: raises its task's priority (or its driver's) to the
   /// caller's, or has the attempt remember it until its task or driver is stored.
-  final func escalateJoined(_ task: Task<Void, Never>?, _ driver: (any AttemptDriver)?) {
+  final func escalateJoined(_ runner: AttemptRunner) {
     let priority = Task.currentPriority
-    guard task != nil || driver != nil else { return escalateRunningAttempt(to: priority) }
-    task?.escalatePriority(to: priority)
-    driver?.escalate(to: priority)
+    if runner.isNone { return escalateRunningAttempt(to: priority) }
+    runner.escalate(to: priority)
   }
 
   /// Waits for the running attempt, joining it or starting one: the second half of
@@ -410,7 +407,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
         switch decision {
         case .content(let content): continuation.resume(returning: content)
         case .failure(let error): continuation.resume(throwing: error)
-        case .joined(let task, let driver): escalateJoined(task, driver)
+        case .joined(let runner): escalateJoined(runner)
         case .none, .started: break
         }
         // Observers hear of `.loading` before the attempt starts, so that a fast attempt cannot
@@ -476,7 +473,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       // Its work returned: no attempt is this task's any more (see `alreadyOutside`).
       AttemptContext.alreadyOutside { self.endAttempt(attempt, with: result, probe: probe, gated: gated) }
     }
-    let (cancel, escalate) = withState { $0.attach(task, to: attempt) }
+    let (cancel, escalate) = withState { $0.attach(.task(task), to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }
     if cancel { task.cancel() }
   }
@@ -566,13 +563,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// effects it decided for its key, whose state it read under its own lock): then
   /// ``statusDidChange()`` is not called.
   final func perform(_ effects: LoadStateMachine.Effects, runsStatusHook: Bool = true) {
-    if let task = effects.cancelTask {
-      // Cancelling runs the task's cancellation handlers here, which may cascade to dependencies.
-      Trampoline.run { task.cancel() }
-    }
-    if let driver = effects.cancelDriver {
-      Trampoline.run { driver.cancel() }  // the same cascade, for an attempt without a task
-    }
+    // Cancelling runs the task's cancellation handlers (or the driver's cancel) here, which may
+    // cascade to dependencies, on the trampoline.
+    effects.cancel.cancel()
     // Observers and live derived loadables hear of the change before the callers resume, so a
     // caller that returns from `fetch()` finds `map` results and status handlers up to date
     // (unless another thread is delivering this loadable's notifications at that moment).

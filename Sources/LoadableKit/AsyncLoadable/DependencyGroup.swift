@@ -409,7 +409,7 @@ extension AsyncLoadable {
       switch decision {
       case .content(let delivery): group.arrive(index, .success(delivery))
       case .failure(let error): group.arrive(index, .failure(error))
-      case .joined(let task, let driver): escalateJoined(task, driver)
+      case .joined(let runner): escalateJoined(runner)
       case .none: break
       case .started(let attempt): launch(attempt, parent: context)
       }

@@ -262,7 +262,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     let group = DependencyGroup.begin(sources, in: context, for: attempt, probe: probe)
     context.driverBegun.store(true, ordering: .releasing)
     guard let group else { return }  // decided at once
-    let (cancel, escalate) = withState { $0.attach(driver: group, to: attempt) }
+    let (cancel, escalate) = withState { $0.attach(.driver(group), to: attempt) }
     escalate.ifSome { group.escalate(to: $0) }
     if cancel { group.cancel() }
   }

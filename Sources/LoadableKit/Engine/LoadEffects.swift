@@ -4,9 +4,9 @@ enum LoadDecision {
   case content(LoadDelivery)
   /// Throw now.
   case failure(any Error)
-  /// The waiter joined the running attempt, whose task (once started) or driver may need its
-  /// priority raised to the caller's.
-  case joined(Task<Void, Never>?, (any AttemptDriver)?)
+  /// The waiter joined the running attempt, whose runner (once started) may need its priority
+  /// raised to the caller's.
+  case joined(AttemptRunner)
   /// A new attempt was created; the caller must start its task (``AsyncLoadable/launch(_:)``)
   /// after leaving the lock.
   case started(RunningAttempt)
@@ -19,9 +19,8 @@ struct LoadEffects {
   var waiters = WaiterList()
   var result: Result<LoadDelivery, any Error> = .success(LoadDelivery(contentBox: nil, version: 0))
   var event: LoadStatusEvent?
-  var cancelTask: Task<Void, Never>?
-  /// The driver of an attempt without a task, to cancel after the lock is released.
-  var cancelDriver: (any AttemptDriver)?
+  /// The task or driver of an attempt that was cancelled, to cancel after the lock is released.
+  var cancel = AttemptRunner.none
   var changedContent = false
   /// The current attempt ended: a live view re-checks its sources.
   var endedAttempt = false

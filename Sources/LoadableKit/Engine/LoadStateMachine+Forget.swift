@@ -24,7 +24,7 @@ extension LoadStateMachine {
     let fresh = Attempt(id: nextUniqueID(), intent: .refresh, superseding: old, forgetting: true)
     phase = .running(fresh)
     released.context = old.context.take()
-    let effects = Effects(cancelTask: old.task, cancelDriver: old.driver, changedContent: true, released: released)
+    let effects = Effects(cancel: old.runner, changedContent: true, released: released)
     return ForgetOutcome(fresh: fresh, superseded: old, effects: effects)
   }
 }

@@ -33,8 +33,7 @@ extension LoadStateMachine {
     let fresh = Attempt(id: nextUniqueID(), intent: intent, superseding: old)
     phase = .running(fresh)  // the superseded attempt is handed back, released after the lock
     var effects = Effects()
-    effects.cancelTask = old.task
-    effects.cancelDriver = old.driver
+    effects.cancel = old.runner
     effects.released = Released(attempt: nil, context: old.context.take())
     return .superseded(fresh: fresh, superseded: old, effects: effects)
   }

@@ -19,12 +19,10 @@ extension LoadStateMachine {
     let event = setPhase(.idle(.loaded))
     released.context = attempt.context.take()
     let waiters = attempt.takeWaiters()
-    let task = attempt.task
-    let driver = attempt.driver
+    let runner = attempt.runner
     released.attempt = consume attempt
     // Not committed: the content did not come from the attempt's work.
     return Effects(
-      waiters: waiters, result: .success(delivery), event: event, cancelTask: task,
-      cancelDriver: driver, changedContent: true, endedAttempt: true, attemptCommitted: false, released: released)
+      waiters: waiters, result: .success(delivery), event: event, cancel: runner, changedContent: true, endedAttempt: true, attemptCommitted: false, released: released)
   }
 }

@@ -207,12 +207,12 @@ struct LoadStateMachine {
       switch request {
       case .fetchIfNeeded where !needsSync: return (.content(delivery), nil)
       case .sync, .syncIfNeeded:
-        attempt.wanted = true
+        attempt.standing = .wanted
         return (.none, nil)
       default:
         if callerCancelled { return (.failure(CancellationError()), nil) }
         if let waiter { attempt.add(waiter) }
-        return (.joined(attempt.task, attempt.driver), nil)
+        return (.joined(attempt.runner), nil)
       }
     case .idle(.notLoaded):
       outcome = .notLoaded
@@ -223,31 +223,27 @@ struct LoadStateMachine {
       id: nextUniqueID(), intent: request.intent, byDependent: byDependent, after: outcome, content: contentBox)
     if let waiter {
       attempt.add(waiter)
-      if case .completion = waiter.waiter { attempt.wanted = true }
+      if case .completion = waiter.waiter { attempt.standing = .wanted }
     }
     return (.started(attempt), setPhase(.running(attempt)))
   }
 
-  /// Stores the task of a freshly started attempt. Returns `true` when the attempt was cancelled
-  /// before its task existed, in which case the caller cancels the task.
-  mutating func attach(_ task: Task<Void, Never>, to attempt: Attempt) -> (cancel: Bool, escalate: RawPriority) {
-    attempt.task = task
+  /// Stores what runs a freshly started attempt: its task, or its driver. Returns `cancel` when
+  /// the attempt was cancelled before its runner existed, in which case the caller cancels it,
+  /// and the priority callers asked for meanwhile, which the caller applies.
+  mutating func attach(_ runner: AttemptRunner, to attempt: Attempt) -> (cancel: Bool, escalate: RawPriority) {
+    attempt.runner = runner
     return (self.attempt !== attempt && !attempt.finished, attempt.pendingPriority)
   }
 
-  /// Stores the driver of an attempt that runs without a task, as ``attach(_:to:)`` does a task.
-  mutating func attach(driver: any AttemptDriver, to attempt: Attempt) -> (cancel: Bool, escalate: RawPriority) {
-    attempt.driver = driver
-    return (self.attempt !== attempt && !attempt.finished, attempt.pendingPriority)
-  }
-
-  /// A caller joined the running attempt at `priority`: returns its task or driver to escalate,
-  /// or, when neither is stored yet, remembers the priority for ``attach(_:to:)``.
-  mutating func escalate(to priority: TaskPriority) -> (task: Task<Void, Never>?, driver: (any AttemptDriver)?) {
-    guard let attempt else { return (nil, nil) }
-    if attempt.task != nil || attempt.driver != nil { return (attempt.task, attempt.driver) }
+  /// A caller joined the running attempt at `priority`: returns its runner to escalate, or, when
+  /// none is stored yet, remembers the priority for ``attach(_:to:)`` and returns
+  /// ``AttemptRunner/none``.
+  mutating func escalate(to priority: TaskPriority) -> AttemptRunner {
+    guard let attempt else { return .none }
+    if !attempt.runner.isNone { return attempt.runner }
     attempt.pendingPriority = max(attempt.pendingPriority, RawPriority(priority))
-    return (nil, nil)
+    return .none
   }
 
   /// Takes the gate if it is free. Returns whether it did.
@@ -333,7 +329,7 @@ struct LoadStateMachine {
     released.context = attempt.context.take()
     var effects = Effects(
       waiters: attempt.takeWaiters(), result: .failure(failure), event: setPhase(.idle(.failed(failure))),
-      cancelTask: attempt.task, cancelDriver: attempt.driver, released: released)
+      cancel: attempt.runner, released: released)
     effects.endedAttempt = true
     effects.attemptCommitted = false
     return effects
@@ -348,7 +344,7 @@ struct LoadStateMachine {
   /// waiter, without building ``Effects``.
   mutating func removeWaiter(_ waiterID: UInt64) -> (waiter: Waiter?, effects: Effects?) {
     guard let attempt, let removed = attempt.remove(waiterID) else { return (nil, nil) }
-    guard attempt.startedByDependent && !attempt.wanted && attempt.waitingCount == 0 && attempt.interest == 0 else {
+    guard case .forDependents = attempt.standing, attempt.waitingCount == 0, attempt.interest == 0 else {
       return (removed.waiter, nil)
     }
     return (removed.waiter, cancelAndRestore(attempt))
@@ -358,8 +354,7 @@ struct LoadStateMachine {
   /// puts the loadable back as it was before it: nobody asked *it* to fail.
   mutating func cancelAndRestore(_ attempt: Attempt) -> Effects {
     var effects = Effects()
-    effects.cancelTask = attempt.task
-    effects.cancelDriver = attempt.driver
+    effects.cancel = attempt.runner
     effects.released = Released(attempt: attempt, content: contentBox, error: nil)
     effects.released.context = attempt.context.take()
     effects.endedAttempt = true

@@ -67,6 +67,49 @@ struct WaiterList: Sequence {
   func makeIterator() -> Iterator { Iterator(first: .some(first), rest: rest.makeIterator()) }
 }
 
+/// What runs an attempt: nothing yet (between its creation and its start), its task, or — for an
+/// attempt without a task — its ``AttemptDriver``. Cancelling the attempt cancels it; a caller's
+/// raised priority goes to it.
+enum AttemptRunner {
+  case none
+  case task(Task<Void, Never>)
+  case driver(any AttemptDriver)
+
+  /// Cancels the task or the driver. Runs cancellation handlers, which may cascade to
+  /// dependencies: called outside every lock, on the ``Trampoline``.
+  func cancel() {
+    switch self {
+    case .none: break
+    case .task(let task): Trampoline.run { task.cancel() }
+    case .driver(let driver): Trampoline.run { driver.cancel() }
+    }
+  }
+
+  func escalate(to priority: TaskPriority) {
+    switch self {
+    case .none: break
+    case .task(let task): task.escalatePriority(to: priority)
+    case .driver(let driver): driver.escalate(to: priority)
+    }
+  }
+
+  var isNone: Bool {
+    if case .none = self { return true }
+    return false
+  }
+}
+
+/// Who wants an attempt besides its waiters, which decides whether a cascading cancel may undo
+/// it (SPEC §2).
+enum AttemptStanding {
+  /// Somebody who is not a waiter wants it: it was started by a caller rather than a dependent,
+  /// or a completion handler or `sync()` asked for it. A cascading cancel leaves it running.
+  case wanted
+  /// Started by another loadable's attempt (a dependent) or a key's claims, and not wanted by
+  /// anyone else since: when its last waiter leaves and its interest ends, it is undone.
+  case forDependents
+}
+
 /// What runs an attempt that has no task of its own: a `map` or a `zip` whose attempt is its
 /// sources' attempts and a callback (``DependencyGroup``). Cancelling the attempt cancels it, and
 /// a caller's raised priority goes through it to the attempts it waits for.
@@ -160,19 +203,16 @@ protocol AttemptDriver: AnyObject, Sendable {
   var storedWaiterCount: Int { waiters.rest.count + (waiters.first == nil ? 0 : 1) }
   /// The attempt's context, once it runs: its waits are edges of the wait-for graph.
   @exclusivity(unchecked) var context: AttemptContext?
-  /// The task running the attempt; `nil` until the starter stores it.
-  @exclusivity(unchecked) var task: Task<Void, Never>?
-  /// What runs the attempt when it has no task (``AttemptDriver``); `nil` until stored.
-  @exclusivity(unchecked) var driver: (any AttemptDriver)?
+  /// The task or the driver running the attempt; ``AttemptRunner/none`` until the starter
+  /// stores it.
+  @exclusivity(unchecked) var runner = AttemptRunner.none
   /// The highest priority a caller asked for before the task was stored (the task may already
   /// run by then): applied when it is.
   @exclusivity(unchecked) var pendingPriority = RawPriority.none
-  /// Started by another loadable's attempt (a dependent) and not claimed by anyone else since.
-  @exclusivity(unchecked) var startedByDependent: Bool
-  /// Somebody who is not a waiter wants it — it was started by a caller rather than a
-  /// dependent, or `sync()` asked for it — so a cascading cancel leaves it running. Waiters
-  /// (callers, completion handlers, other dependents) protect it only while they wait.
-  @exclusivity(unchecked) var wanted: Bool
+  /// Whether somebody who is not a waiter wants it (a cascading cancel leaves it running), or
+  /// only dependents and claims do. Waiters (callers, other dependents) protect it only while
+  /// they wait.
+  @exclusivity(unchecked) var standing: AttemptStanding
   /// Interest that is not a waiter: a `ContentLoader` key's claims hold one unit while they
   /// last (see `AsyncLoadable+Interest.swift`). Like a waiter, it keeps a dependent-started
   /// attempt alive.
@@ -195,8 +235,7 @@ protocol AttemptDriver: AnyObject, Sendable {
   init(id: UInt64, intent: LoadIntent, superseding old: RunningAttempt, forgetting: Bool = false) {
     self.id = id
     self.intent = intent
-    self.startedByDependent = old.startedByDependent
-    self.wanted = old.wanted
+    self.standing = old.standing
     self.previousOutcome = forgetting ? .notLoaded : old.previousOutcome
     self.previousContent = forgetting ? nil : old.previousContent
     interest = old.interest
@@ -216,8 +255,7 @@ protocol AttemptDriver: AnyObject, Sendable {
   init(id: UInt64, intent: LoadIntent, byDependent: Bool, after outcome: LoadStateMachine.Outcome, content: AnyContentBox?) {
     self.id = id
     self.intent = intent
-    self.startedByDependent = byDependent
-    self.wanted = !byDependent
+    self.standing = byDependent ? .forDependents : .wanted
     self.previousOutcome = outcome
     self.previousContent = content
   }
