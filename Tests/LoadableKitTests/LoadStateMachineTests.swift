@@ -83,6 +83,73 @@ struct LoadStateMachineTests {
     #expect(answers.all.isEmpty, "deciding answers nobody")
   }
 
+  /// The events other than requests, each in each state: the status and the content it leaves.
+  /// `loading` is a refresh of the content 1 that a caller wanted; the idle states' content is
+  /// 1 when loaded, none otherwise. `finish` in an idle state is a stale attempt's result.
+  static let eventTable: [(event: String, before: LoadStatus, after: LoadStatus, content: Int?)] = [
+    ("finish-success", .notLoaded, .notLoaded, nil), ("finish-success", .loading, .loaded, 7),
+    ("finish-success", .loaded, .loaded, 1), ("finish-success", .failed, .failed, nil),
+    ("finish-failure", .notLoaded, .notLoaded, nil), ("finish-failure", .loading, .failed, 1),
+    ("finish-failure", .loaded, .loaded, 1), ("finish-failure", .failed, .failed, nil),
+    ("cancel", .notLoaded, .notLoaded, nil), ("cancel", .loading, .failed, 1),
+    ("cancel", .loaded, .loaded, 1), ("cancel", .failed, .failed, nil),
+    ("write", .notLoaded, .loaded, 8), ("write", .loading, .loaded, 8),
+    ("write", .loaded, .loaded, 8), ("write", .failed, .loaded, 8),
+    ("forget", .notLoaded, .notLoaded, nil), ("forget", .loading, .loading, nil),
+    ("forget", .loaded, .notLoaded, nil), ("forget", .failed, .notLoaded, nil),
+    ("supersede", .notLoaded, .notLoaded, nil), ("supersede", .loading, .loading, 1),
+    ("supersede", .loaded, .loaded, 1), ("supersede", .failed, .failed, nil),
+    ("interest", .notLoaded, .loading, nil), ("interest", .loading, .loading, 1),
+    ("interest", .loaded, .loading, 1), ("interest", .failed, .loading, nil),
+    ("update-success", .notLoaded, .notLoaded, 9), ("update-success", .loading, .loading, 9),
+    ("update-success", .loaded, .loaded, 9), ("update-success", .failed, .failed, 9),
+    ("update-failure", .notLoaded, .failed, nil), ("update-failure", .loading, .loading, 1),
+    ("update-failure", .loaded, .failed, 1), ("update-failure", .failed, .failed, nil),
+  ]
+
+  @Test(arguments: 0..<eventTable.count)
+  func eachEventInEachStateDoesAsTheTableSays(_ row: Int) {
+    let (name, before, after, content) = Self.eventTable[row]
+    var machine = Self.machine(before)
+    let running = machine.attempt
+    var event: LoadStatusEvent?
+    switch name {
+    case "finish-success", "finish-failure":
+      // In an idle state, the result of an attempt that is not current (a stale one).
+      var other = Self.machine(.notLoaded)
+      _ = other.decide(.load, needsSync: true, waiter: nil, byDependent: false, callerCancelled: false)
+      guard let attempt = running ?? other.attempt else {
+        Issue.record("no attempt")
+        return
+      }
+      let result: Result<AnyContentBox, any Error> = name == "finish-success" ? .success(ContentBox(7)) : .failure(Boom(code: 7))
+      event = machine.finish(attempt, with: result, now: .now).event
+    case "cancel": event = machine.cancel().event
+    case "write": event = machine.write(ContentBox(8)).event
+    case "forget": event = machine.forget().effects.event
+    case "supersede":
+      if case .superseded(let fresh, let old, _) = machine.supersede(intent: .load) {
+        #expect(fresh === machine.attempt && old === running && fresh !== old, "the fresh attempt takes the place")
+      } else {
+        #expect(running == nil, "a running attempt with another intent is superseded")
+      }
+    case "interest":
+      let outcome = machine.addInterest(starting: .load)
+      event = outcome.event
+      #expect(outcome.held === machine.attempt && machine.attempt?.interest == 1)
+    case "update-success": event = machine.update(.success(ContentBox(9))).event
+    case "update-failure": event = machine.update(.failure(Boom(code: 9))).event
+    default:
+      Issue.record("unknown event \(name)")
+      return
+    }
+    #expect(machine.status == after, "\(name) on \(before)")
+    #expect(machine.content(as: Int.self) == content, "\(name) on \(before): the content")
+    #expect((event != nil) == (after != before), "\(name) on \(before): an event exactly when the status changed")
+    #expect((machine.attempt != nil) == (machine.status == .loading), "loading ⇔ an attempt")
+    #expect((machine.error != nil) == (machine.status == .failed), "failed ⇔ an error")
+  }
+
   @Test(arguments: [LoadRequest.load, .retry, .fetch, .fetchIfNeeded])
   func aCancelledCallerNeverWaits(_ request: LoadRequest) {
     for status in [LoadStatus.notLoaded, .loading] {
