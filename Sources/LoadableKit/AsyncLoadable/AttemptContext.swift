@@ -1,0 +1,293 @@
+import Synchronization
+
+/// The running attempt of a loadable: its intent, the dependencies that already received that
+/// intent, and the waits that are the attempt's edges in the wait-for graph.
+///
+/// The context travels explicitly where the library loads dependencies (declared dependencies,
+/// combinators, ``AsyncLoadable/loadDependency(_:)``, which finds the running attempt of the
+/// loadable it is called on). A task-local also makes it visible to a direct `load()` that
+/// ``AsyncLoadable/performLoad()`` makes *on the attempt's own task*; tasks the user starts from
+/// there inherit the task-local but are not part of the attempt, so ``current`` ignores it on any
+/// other task. Only real waits of the attempt are edges.
+///
+/// ## The wait-for graph
+///
+/// An edge "attempt of `a` waits for `b`" exists while such a wait is in progress; it belongs to
+/// the attempt and is gone when the wait returns. Adding an edge first records it, then walks the
+/// waits from `b` — each loadable's running attempt and what that attempt waits for — looking for
+/// `a`. A ``DependencyGroup`` (a `zip`'s wait for its inputs, an attempt's for its declared
+/// dependencies) is recorded once, and keeps its own edges: each of its waits is an edge until it
+/// is answered, under the group's lock, so a wide group costs the context no hash and no lock
+/// per wait. The walk costs the part of the graph reachable from `b`, takes one short lock at a time
+/// (never a process-wide one), and is iterative. Of two waits that close a cycle at the same
+/// moment, each records its edge before it walks, so at least one of them sees the other's.
+final class AttemptContext: Sendable {
+  @TaskLocal private static var bound: AttemptContext?
+
+  /// The attempt running on this very task, if any.
+  static var current: AttemptContext? {
+    guard PerThread.current.pointee.outsideDepth == 0, let context = bound, !context.hasEnded.load(ordering: .acquiring),
+      context.task == currentTaskIdentity()
+    else { return nil }
+    return context
+  }
+
+  /// Runs `operation` with `context` as the attempt of the current task.
+  nonisolated(nonsending) static func run<R>(
+    _ context: AttemptContext, _ operation: nonisolated(nonsending) () async throws -> R
+  ) async rethrows -> R {
+    try await $bound.withValue(context, operation: operation)
+  }
+
+  /// Runs `body` outside any attempt: user code that the library calls back (observers,
+  /// completion handlers, listeners) and the tasks it starts must not pass for part of the
+  /// attempt that happened to trigger them, or their loads would count as that attempt's
+  /// dependencies (and could be reported as cycles).
+  ///
+  /// A context bound but not the current task's attempt (inherited by a task the attempt started,
+  /// or ended) is already ignored by ``current``: then nothing is pushed.
+  ///
+  /// The body is synchronous, so until it returns this thread runs only code it calls, on this
+  /// task (code the library calls back must not run a nested run loop or executor: the
+  /// documented known limit), and only an asynchronous ``run(_:_:)`` binds an attempt: a block
+  /// inside another needs no look at the task-local (some 150 instructions, twice a `map` node's
+  /// load), and neither does ``current`` (a per-thread count says so).
+  static func outside<R>(_ body: () throws -> R) rethrows -> R {
+    let thread = PerThread.current
+    if thread.pointee.outsideDepth > 0 { return try body() }
+    guard current != nil else { return try counted(on: thread, body) }
+    return try $bound.withValue(nil) { try counted(on: thread, body) }
+  }
+
+  /// ``outside(_:)`` where the caller knows that no attempt is the current task's, so that the
+  /// blocks inside need no look at the task-local: the task of an attempt once its work returned
+  /// (its context ended, and any other bound was inherited from another task).
+  static func alreadyOutside<R>(_ body: () throws -> R) rethrows -> R {
+    assert(current == nil, "alreadyOutside(_:) inside an attempt")
+    return try counted(on: PerThread.current, body)
+  }
+
+  /// Runs `body` as a block outside any attempt on `thread` (see ``outside(_:)``).
+  @inline(__always)
+  private static func counted<R>(on thread: UnsafeMutablePointer<PerThread>, _ body: () throws -> R) rethrows -> R {
+    thread.pointee.outsideDepth += 1
+    defer { thread.pointee.outsideDepth -= 1 }
+    return try body()
+  }
+
+  /// ``outside(_:)`` for asynchronous work.
+  static func outside<R>(_ body: () async throws -> R) async rethrows -> R {
+    current == nil ? try await body() : try await $bound.withValue(nil, operation: body)
+  }
+
+  let owner: any DependencyNode
+  let intent: LoadIntent
+  /// The running attempt's identifier, the parent of the attempts it asks for (instruments).
+  let attemptID: UInt64
+  /// Reports the attempt's retries when an instrument is installed.
+  let probe: AttemptProbe?
+  /// The task the attempt runs on; 0 for an attempt without a task (a `map`'s or a `zip`'s),
+  /// whose context is never bound to a task.
+  private let task: UInt
+  /// Set when the attempt's work returned: a task that inherited the context, even one that
+  /// happens to reuse the attempt's task's address later, is not part of it.
+  let hasEnded = Atomic<Bool>(false)
+  /// For an attempt without a task: set once its driver's `begin` returned, so that an outcome
+  /// decided before (inside the call that started the attempt) is told apart.
+  let driverBegun = Atomic<Bool>(false)
+
+  /// Most attempts have one dependency (a `map`'s source): the first one claimed and the first
+  /// wait are stored inline, and a set or a dictionary is built only for a second one.
+  private struct State {
+    /// Dependencies that already received this attempt's intent: the first, then the others.
+    var firstClaimed: ObjectIdentifier?
+    var moreClaimed: Set<ObjectIdentifier> = []
+    /// What the attempt waits for now, with how many waits of each are in progress: the first
+    /// dependency waited for while it is waited for, then the others.
+    var firstWait: (id: ObjectIdentifier, node: any DependencyNode, count: Int)?
+    var moreWaits: [ObjectIdentifier: (node: any DependencyNode, count: Int)] = [:]
+    /// Groups of waits (``DependencyGroup``), each of which keeps its own edges: the first inline,
+    /// then the others.
+    var firstGroup: DependencyGroup?
+    var moreGroups: [DependencyGroup] = []
+
+    /// Whether `id` received the intent.
+    func hasClaimed(_ id: ObjectIdentifier) -> Bool {
+      firstClaimed == id || (!moreClaimed.isEmpty && moreClaimed.contains(id))
+    }
+
+    /// Records that `id` received the intent; `false` when it already had.
+    mutating func claim(_ id: ObjectIdentifier) -> Bool {
+      guard let first = firstClaimed else {
+        firstClaimed = id
+        return true
+      }
+      return first != id && moreClaimed.insert(id).inserted
+    }
+
+    mutating func addWait(_ node: any DependencyNode, _ id: ObjectIdentifier) {
+      if let first = firstWait, first.id == id {
+        firstWait!.count += 1
+      } else if firstWait == nil && moreWaits[id] == nil {
+        firstWait = (id, node, 1)
+      } else if let existing = moreWaits[id] {
+        moreWaits[id] = (existing.node, existing.count + 1)
+      } else {
+        moreWaits[id] = (node, 1)
+      }
+    }
+
+    /// Ends one wait for `id`; returns the node when it was the last one (to release after the
+    /// lock: it may be the last reference to a loadable).
+    mutating func removeWait(_ id: ObjectIdentifier) -> (any DependencyNode)? {
+      if let first = firstWait, first.id == id {
+        if first.count > 1 {
+          firstWait!.count -= 1
+          return nil
+        }
+        firstWait = nil
+        return first.node
+      }
+      guard let existing = moreWaits[id] else { return nil }
+      if existing.count > 1 {
+        moreWaits[id] = (existing.node, existing.count - 1)
+        return nil
+      }
+      return moreWaits.removeValue(forKey: id)?.node
+    }
+
+    var waitTargets: [any DependencyNode] {
+      var targets: [any DependencyNode] = []
+      targets.reserveCapacity(moreWaits.count + 1)
+      if let firstWait { targets.append(firstWait.node) }
+      targets.append(contentsOf: moreWaits.values.lazy.map(\.node))
+      return targets
+    }
+
+    /// Removes `group`; returns it (to release after the lock).
+    mutating func removeGroup(_ group: DependencyGroup) -> DependencyGroup? {
+      if firstGroup === group {
+        firstGroup = moreGroups.popLast()  // the first slot is filled while any group is left
+        return group
+      }
+      guard let index = moreGroups.firstIndex(where: { $0 === group }) else { return nil }
+      return moreGroups.remove(at: index)
+    }
+  }
+  private let state = Mutex(State())
+
+  /// Made on the attempt's own task, or, `onTask` being `false`, for an attempt without one (the
+  /// current task's identity, which costs a look-up, is then of no use).
+  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil, onTask: Bool = true) {
+    self.owner = owner
+    self.intent = intent
+    self.attemptID = attemptID
+    self.probe = probe
+    self.task = onTask ? currentTaskIdentity() : 0
+  }
+
+  /// Whether `dependency` already received this attempt's intent: a request for it now is a
+  /// plain load (``request(for:)``), which a loaded dependency answers at once with its content.
+  /// A plain `load()`'s attempt asks every dependency for a plain load: always.
+  func hasClaimed(_ dependency: AnyObject) -> Bool {
+    if intent == .load { return true }
+    return state.withLock(owner: self) { $0.hasClaimed(ObjectIdentifier(dependency)) }
+  }
+
+  /// The request for `dependency`: the attempt's intent the first time, a plain load after that.
+  ///
+  /// A plain `load()`'s attempt asks for a plain load either way, and records nothing: a `zip` of
+  /// 10,000 inputs built a set of 10,000 for nothing (some 800 instructions an input).
+  func request(for dependency: AnyObject) -> LoadRequest {
+    if intent == .load { return .load }
+    let first = state.withLock(owner: self) { $0.claim(ObjectIdentifier(dependency)) }
+    return first ? intent.dependencyRequest : .load
+  }
+
+  // MARK: - Waits
+
+  /// Records that this attempt waits for `target`, unless that closes a cycle.
+  ///
+  /// - Throws: ``LoadableError/dependencyCycle`` when `target` is, directly or through other
+  ///   attempts, waiting for this attempt's loadable.
+  func beginWait(on target: any DependencyNode) throws {
+    state.withLock(owner: self) { $0.addWait(target, ObjectIdentifier(target)) }
+    if reaches(owner, from: target) {
+      endWait(on: target)
+      throw LoadableError(
+        code: .dependencyCycle,
+        message: "\(LoadableNames.name(of: owner)) waits for \(LoadableNames.name(of: target)), which is already waiting for it")
+    }
+  }
+
+  /// The wait for `target` returned.
+  func endWait(on target: any DependencyNode) {
+    // The node is released after the lock: it may be the last reference to a loadable.
+    let removed = state.withLock(owner: self) { $0.removeWait(ObjectIdentifier(target)) }
+    _ = removed
+  }
+
+  /// Records that this attempt waits for the nodes of `group` that it has not answered yet (the
+  /// group keeps which: its edges end as its waits are answered, under its own lock, without a
+  /// hash or a lock of this context per wait), unless one of `nodes` closes a cycle. Each of
+  /// `nodes` is checked after the group is recorded, as ``beginWait(on:)`` checks its one edge.
+  ///
+  /// - Throws: ``LoadableError/dependencyCycle``, with the group no longer recorded.
+  func beginWaits(of group: DependencyGroup, on nodes: [any DependencyNode]) throws {
+    state.withLock(owner: self) { state in
+      if state.firstGroup == nil { state.firstGroup = group } else { state.moreGroups.append(group) }
+    }
+    for node in nodes where reaches(owner, from: node) {
+      endWaits(of: group)
+      throw LoadableError(
+        code: .dependencyCycle,
+        message: "\(LoadableNames.name(of: owner)) waits for \(LoadableNames.name(of: node)), which is already waiting for it")
+    }
+  }
+
+  /// `group` has no wait left in progress.
+  func endWaits(of group: DependencyGroup) {
+    // Released after the lock: the group holds the nodes it waited for.
+    let removed = state.withLock(owner: self) { $0.removeGroup(group) }
+    _ = removed
+  }
+
+  /// What this attempt waits for now: its own waits, then its groups' waits in progress.
+  var waitTargets: [any DependencyNode] {
+    let (targets, firstGroup, moreGroups) = state.withLock(owner: self) { state in
+      (state.waitTargets, state.firstGroup, state.moreGroups)
+    }
+    guard let firstGroup else { return targets }
+    var all = targets
+    all.append(contentsOf: firstGroup.waitedNodes)
+    for group in moreGroups { all.append(contentsOf: group.waitedNodes) }
+    return all
+  }
+
+  /// Whether `goal` can be reached from `start` by following running attempts' waits.
+  ///
+  /// Usually `start` is not loading yet (the wait is about to start it) or waits for nothing:
+  /// then nothing is allocated.
+  private func reaches(_ goal: any DependencyNode, from start: any DependencyNode) -> Bool {
+    let goalID = ObjectIdentifier(goal)
+    if ObjectIdentifier(start) == goalID { return true }
+    guard let first = start.runningAttemptContext?.waitTargets, !first.isEmpty else { return false }
+    var seen: Set<ObjectIdentifier> = [ObjectIdentifier(start)]
+    var pending = first
+    while let node = pending.popLast() {
+      let id = ObjectIdentifier(node)
+      if id == goalID { return true }
+      guard seen.insert(id).inserted, let attempt = node.runningAttemptContext else { continue }
+      pending.append(contentsOf: attempt.waitTargets)
+    }
+    return false
+  }
+}
+
+/// The identity of the current task (its address), or 0 outside a task.
+func currentTaskIdentity() -> UInt {
+  withUnsafeCurrentTask { task in
+    guard let task else { return 0 }
+    return unsafeBitCast(task, to: UInt.self)
+  }
+}
