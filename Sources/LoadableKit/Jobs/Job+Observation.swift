@@ -94,7 +94,7 @@ extension Job {
 
   @discardableResult
   func addObserver(_ observer: @escaping Machine.Observer) -> UInt64 {
-    let id = nextJobWaiterID()
+    let id = nextUniqueID()
     signals.noteAudience()  // before the snapshot reads the progress
     if withState({ $0.addObserver(id, observer) }) { drainObservers() }
     return id

@@ -131,7 +131,7 @@ extension Job: JobContextHost {
 
   @usableFromInline
   nonisolated(nonsending) func parkAtPausePoint() async throws {
-    let id = nextJobWaiterID()
+    let id = nextUniqueID()
     try await withTaskCancellationHandler {
       defer { ContinuationHandoff.awaited() }
       try await withUnsafeThrowingContinuation { (continuation: Machine.Park) in
