@@ -1,5 +1,8 @@
 import Observation
 
+// Observing a job: its `Observable` conformance (ObservedJobProperties), the `events` streams,
+// `start(statusHandler:completion:)`, and its observers' deliveries drained outside the lock.
+
 // MARK: - Observation
 
 extension Job: Observable {}

@@ -1,3 +1,6 @@
+// Running a job's work: the run's task, the loop that retries transient errors in a
+// TransientWindow, and the job as its contexts' host (checkpoints, progress, messages).
+
 // MARK: - Running the work
 
 extension Job {
