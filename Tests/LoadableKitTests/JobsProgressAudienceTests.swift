@@ -35,7 +35,7 @@ struct JobsProgressAudienceTests {
     #expect(job.signals.raiseProgress(to: 0.6))
     #expect(job.signals.needsPublishing())
     // ... A's second half runs before the report's `host.publishProgress()`.
-    let idA = nextJobWaiterID()
+    let idA = nextUniqueID()
     if job.withState({ $0.addObserver(idA, { _ in }) }) { job.drainObservers() }
     job.publishProgress()  // the report's publish
 
@@ -55,7 +55,7 @@ struct JobsProgressAudienceTests {
     #expect(read == 0.5)
     #expect(job.signals.raiseProgress(to: 0.6))
     #expect(job.signals.needsPublishing())
-    let idA = nextJobWaiterID()
+    let idA = nextUniqueID()
     if job.withState({ $0.addObserver(idA, { _ in }) }) { job.drainObservers() }
     job.publishProgress()
     #expect(changed.values == ["changed"], "the tracker that read 0.5 was not told the progress changed to 0.6")

@@ -45,4 +45,27 @@ struct PromiseObserverOrderTests {
     a.cancel()
     b.cancel()
   }
+
+  /// Observer A starts a load when it hears `.notLoaded` and adds observer B from its handler:
+  /// B hears the `.loading` that was current when it was added once, not also the change queued
+  /// before it came for the observers that were there then.
+  @Test func anObserverAddedWhileAChangeIsQueuedHearsItOnce() async throws {
+    let control = ControlledLoad<Int>()
+    let loadable = control.makeLoadable()
+    let seenByB = Recorder<LoadStatus>()
+    let observations = Mutex<[LoadObservation]>([])
+    let a = loadable.observeLoadStatus { status in
+      guard status == .notLoaded else { return }
+      loadable.sync()  // `.loading` is queued for A, the only observer
+      let b = loadable.observeLoadStatus { status in seenByB.append(status) }
+      observations.withLock { $0.append(b) }
+    }
+    #expect(seenByB.values == [.loading])
+    try await control.waitForStart()
+    control.resolve(5)
+    await eventually { seenByB.count >= 2 }
+    #expect(seenByB.values == [.loading, .loaded])
+    a.cancel()
+    for observation in observations.withLock({ $0 }) { observation.cancel() }
+  }
 }

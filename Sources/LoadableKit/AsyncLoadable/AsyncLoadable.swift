@@ -762,14 +762,6 @@ public final class LoadObservation: Sendable {
   deinit { cancel() }
 }
 
-let uniqueIDs = Atomic<UInt64>(0)
-
-/// A process-wide unique identifier for waiters, attempts and listeners.
-@usableFromInline
-func nextUniqueID() -> UInt64 {
-  uniqueIDs.wrappingAdd(1, ordering: .relaxed).newValue
-}
-
 extension LoadStatus {
   @usableFromInline var code: UInt8 {
     switch self {

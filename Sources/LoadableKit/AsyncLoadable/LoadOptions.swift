@@ -74,20 +74,35 @@ public struct LoadOptions: Sendable {
 
 /// When and how often a failed ``AsyncLoadable/performLoad()`` is tried again within one attempt.
 ///
-/// The delay before retry *n* (1 for the first retry) is
-/// `min(initialDelay × multiplierⁿ⁻¹, maxDelay)`, reduced by up to `jitter` of itself at random so
-/// that many clients do not retry in step.
+/// The delays come from a ``Backoff``, the same type a job's retries use: the delay before retry
+/// *n* (1 for the first) is `min(initialDelay × multiplierⁿ⁻¹, maxDelay)`, reduced by up to
+/// `jitter` of itself at random so that many clients do not retry in step.
 public struct RetryPolicy: Sendable {
   /// The most calls of `performLoad()` per attempt, the first included.
   public var maxAttempts: Int
+  /// The delays between the calls: ``initialDelay``, ``multiplier``, ``maxDelay`` and ``jitter``
+  /// are its fields under the names a retry policy gives them.
+  public var backoff: Backoff
   /// The delay before the first retry.
-  public var initialDelay: Duration
+  public var initialDelay: Duration {
+    get { backoff.initial }
+    set { backoff.initial = newValue }
+  }
   /// The factor between consecutive delays.
-  public var multiplier: Double
+  public var multiplier: Double {
+    get { backoff.multiplier }
+    set { backoff.multiplier = newValue }
+  }
   /// The longest delay.
-  public var maxDelay: Duration
+  public var maxDelay: Duration {
+    get { backoff.maximum }
+    set { backoff.maximum = newValue }
+  }
   /// The fraction of each delay, from 0 to 1, that is randomly taken off.
-  public var jitter: Double
+  public var jitter: Double {
+    get { backoff.jitter }
+    set { backoff.jitter = newValue }
+  }
   /// Which errors are worth retrying. The default retries everything but cancellation.
   public var shouldRetry: @Sendable (any Error) -> Bool
   /// A source of random numbers in `0..<1` for the jitter; replace it for reproducible delays.
@@ -112,10 +127,7 @@ public struct RetryPolicy: Sendable {
     honorsRetryAfter: Bool = true
   ) {
     self.maxAttempts = max(1, maxAttempts)
-    self.initialDelay = initialDelay
-    self.multiplier = multiplier
-    self.maxDelay = maxDelay
-    self.jitter = min(max(jitter, 0), 1)
+    self.backoff = Backoff(initial: initialDelay, multiplier: multiplier, maximum: maxDelay, jitter: jitter)
     self.shouldRetry = shouldRetry
     self.random = random
     self.honorsRetryAfter = honorsRetryAfter
@@ -123,9 +135,7 @@ public struct RetryPolicy: Sendable {
 
   /// The delay before retry `retry` (1 for the first).
   public func delay(beforeRetry retry: Int) -> Duration {
-    let delay = JobOptions.Backoff(initial: initialDelay, multiplier: multiplier, maximum: maxDelay)
-      .delay(forAttempt: retry)
-    return jitter == 0 ? delay : delay * (1 - jitter * random())
+    backoff.delay(forAttempt: retry, random: random)
   }
 
   /// The delay before retry `retry` (1 for the first) after `error`, or `nil` when the policy
@@ -140,10 +150,8 @@ public struct RetryPolicy: Sendable {
   ///   - retry: Which retry: 1 for the first.
   ///   - error: The error the failed try threw.
   public func delay(beforeRetry retry: Int, after error: any Error) -> Duration? {
-    let backoff = delay(beforeRetry: retry)
-    guard honorsRetryAfter, let asked = (error as? any RetryAfterError)?.retryAfter else { return backoff }
-    guard asked <= maxDelay else { return nil }
-    return max(asked, backoff)
+    let asked = honorsRetryAfter ? (error as? any RetryAfterError)?.retryAfter : nil
+    return backoff.delay(forAttempt: retry, retryAfter: asked, random: random)
   }
 }
 

@@ -19,21 +19,22 @@ struct ObserverRegistry {
   var entries: [UInt64: Entry] = [:]
   var queue: [(status: LoadStatus, to: Recipients)] = []
   var delivering = false
-  var nextID: UInt64 = 0
 
   /// Queues a change for every current observer; returns `true` when the caller must drain.
   mutating func enqueueChange(_ status: LoadStatus) -> Bool {
     guard !entries.isEmpty else { return false }
-    queue.append((status, .all(below: nextID &+ 1)))
+    // Identifiers increase (Support/UniqueID.swift): every observer added so far, under this
+    // lock, has a smaller one than this fresh identifier, every one added later a larger one.
+    queue.append((status, .all(below: nextUniqueID())))
     return claimDelivery()
   }
 
   /// Adds an observer and queues the current status for it alone.
   mutating func add(_ entry: Entry, current: LoadStatus) -> (id: UInt64, drain: Bool) {
-    nextID &+= 1
-    entries[nextID] = entry
-    queue.append((current, .one(nextID)))
-    return (nextID, claimDelivery())
+    let id = nextUniqueID()
+    entries[id] = entry
+    queue.append((current, .one(id)))
+    return (id, claimDelivery())
   }
 
   private mutating func claimDelivery() -> Bool {

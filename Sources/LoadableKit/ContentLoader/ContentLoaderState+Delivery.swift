@@ -44,7 +44,7 @@ extension ContentLoader {
 extension ContentLoaderState {
   mutating func addEventSink(_ continuation: AsyncStream<Event>.Continuation) -> UInt64? {
     if isShutDown { return nil }
-    let id = makeID()
+    let id = nextUniqueID()
     eventSinks[id] = continuation
     hasEventSinks = true
     return id
@@ -60,7 +60,7 @@ extension ContentLoaderState {
   mutating func addSink(_ sink: Loader.Sink, to claim: Loader.Claim) -> (UInt64, Effects)? {
     guard let entry = claim.entry else { return nil }
     var effects = Effects()
-    let id = makeID()
+    let id = nextUniqueID()
     entry.sinks[claim.id, default: []].append(Loader.ClaimSink(id: id, sink: sink))
     entry.hasSinks = true
     enqueue(.snapshot(sink, snapshot(of: entry, &effects), first: true), &effects)

@@ -26,7 +26,7 @@ extension ContentLoaderState {
         refresh(entry, &effects)
       } else {
         entry.isStale = true
-        entry.refreshMark = makeID()
+        entry.refreshMark = nextUniqueID()
       }
     }
     return effects
@@ -34,7 +34,7 @@ extension ContentLoaderState {
 
   mutating func refresh(_ entry: Entry, _ effects: inout Effects) {
     entry.isStale = true
-    entry.refreshMark = makeID()
+    entry.refreshMark = nextUniqueID()
     let loading = entry.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code
     guard entry.claimCount > 0 || loading else { return }
     ContentLoaderSeams.beforeRefreshActs?()
@@ -118,7 +118,7 @@ extension ContentLoaderState {
         refresh(entry, &effects)
       } else {
         entry.isStale = true
-        entry.refreshMark = makeID()
+        entry.refreshMark = nextUniqueID()
       }
     }
     return (acted, effects)

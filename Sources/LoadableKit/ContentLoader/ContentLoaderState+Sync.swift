@@ -86,7 +86,7 @@ extension ContentLoaderState {
       entry.cost = cost
     }
     if let attempt = read.attempt, attempt !== previous?.attempt {
-      entry.attemptMark = makeID()
+      entry.attemptMark = nextUniqueID()
       // A load that superseded the one shown (a refresh, SPEC §5) is no change to tell: the key
       // was loading and still is, with the same value.
       // A removal's fresh load is: the value went.

@@ -172,7 +172,6 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   var hasEventSinks = false
   var outbox: [Loader.Delivery] = []
   var delivering = false
-  var nextID: UInt64 = 0
   var isShutDown = false
 
   init(gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int, totalCostLimit: Int?, limiter: LoadLimiter?) {
@@ -181,11 +180,6 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     self.gracePeriod = gracePeriod
     self.idleTimeout = idleTimeout
     self.maximumIdleCount = maximumIdleCount
-  }
-
-  mutating func makeID() -> UInt64 {
-    nextID &+= 1
-    return nextID
   }
 
   var count: Int { index.count }
@@ -319,7 +313,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     }
     settle(entry, now: .zero, &effects)  // claimed: the entry cannot go idle here
     if let sink {
-      entry.sinks[claim.id] = [Loader.ClaimSink(id: makeID(), sink: sink)]
+      entry.sinks[claim.id] = [Loader.ClaimSink(id: nextUniqueID(), sink: sink)]
       entry.hasSinks = true
       enqueue(.snapshot(sink, snapshot(of: entry, &effects), first: true), &effects)
     }
@@ -348,7 +342,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
         if gracePeriod <= .zero {
           removeInterest(entry, &effects)
         } else if entry.graceTimer == nil {
-          let id = makeID()
+          let id = nextUniqueID()
           entry.graceTimer = Loader.GraceTimer(id: id)
           effects.startTimers.append((entry, id))
         }

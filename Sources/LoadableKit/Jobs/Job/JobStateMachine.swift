@@ -1,3 +1,6 @@
+// The state of a job and its transitions as a value (JobStateMachine), and the observable
+// properties a transition changed (JobChanges).
+
 /// The observable properties a transition changed; the job tells its `ObservationRegistrar`.
 struct JobChanges: OptionSet, Sendable {
   var rawValue: UInt8

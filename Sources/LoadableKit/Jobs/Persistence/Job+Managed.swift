@@ -1,5 +1,8 @@
 import Foundation
 
+// The side of a job that a JobManager uses (ManageableJob): its JSON form for the store, the
+// durability barrier, and an observer that also hears of checkpoints.
+
 /// What a ``JobManager`` hears from a job it holds.
 enum ManagedJobDelivery: Sendable {
   case event(JobEvent)

@@ -1,5 +1,8 @@
 import Foundation
 
+// A job's JSON form: `toJSON()`, and `fromJSON(_:)` that restores a job from it (the schema and
+// the rules for reading it are in JobJSON.swift).
+
 // MARK: - JSON persistence
 
 extension Job {

@@ -304,7 +304,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// Work that calls ``JobContext/pausePoint()`` from several child tasks counts as parked when the
   /// first of them parks.
   nonisolated(nonsending) public func waitUntilParked() async {
-    let id = nextJobWaiterID()
+    let id = nextUniqueID()
     await withTaskCancellationHandler {
       defer { ContinuationHandoff.awaited() }
       await withUnsafeContinuation { (continuation: Machine.SettleWaiter) in
@@ -359,10 +359,4 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     if let runID = effects.launch { launch(runID) }
     _ = consume effects  // (4) the released values, last
   }
-}
-
-let jobWaiterIDs = Atomic<UInt64>(0)
-
-func nextJobWaiterID() -> UInt64 {
-  jobWaiterIDs.wrappingAdd(1, ordering: .relaxed).newValue
 }

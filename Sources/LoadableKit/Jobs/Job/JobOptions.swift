@@ -18,48 +18,9 @@
 /// Tests pass a test clock (such as `LoadableKitTesting.TestClock`) to move through the window
 /// without waiting.
 public struct JobOptions: Sendable {
-  /// The delays between the retries of a run of transient errors.
-  public struct Backoff: Sendable, Hashable {
-    /// The delay before the first retry.
-    public var initial: Duration
-    /// The factor each later delay grows by.
-    public var multiplier: Double
-    /// The longest delay.
-    public var maximum: Duration
-
-    /// Creates a backoff whose delays are `initial`, `initial × multiplier`,
-    /// `initial × multiplier²`, …, never more than `maximum`. Negative durations count as zero.
-    public init(initial: Duration, multiplier: Double, maximum: Duration) {
-      self.initial = initial
-      self.multiplier = multiplier
-      self.maximum = maximum
-    }
-
-    /// Delays that double from `initial` up to `maximum`: by default 1 s, 2 s, 4 s, … 60 s.
-    public static func exponential(
-      initial: Duration = .seconds(1), multiplier: Double = 2, maximum: Duration = .seconds(60)
-    ) -> Backoff {
-      Backoff(initial: initial, multiplier: multiplier, maximum: maximum)
-    }
-
-    /// The same delay before every retry. A zero delay retries at once.
-    public static func constant(_ delay: Duration) -> Backoff {
-      Backoff(initial: delay, multiplier: 1, maximum: delay)
-    }
-
-    /// The delay before retry number `attempt` of a run of transient errors (the first retry is 1).
-    ///
-    /// Never negative and never more than ``maximum``; any `attempt` and `multiplier` are safe.
-    public func delay(forAttempt attempt: Int) -> Duration {
-      let cap = max(maximum, .zero)
-      let first = initial.seconds
-      guard first > 0 else { return .zero }
-      let factor = multiplier.isNaN ? 1 : Double.pow(max(multiplier, 0), max(attempt, 1) - 1)
-      let seconds = first * factor
-      guard seconds.isFinite, seconds < cap.seconds else { return cap }
-      return .seconds(seconds)
-    }
-  }
+  /// The delays between the retries of a run of transient errors: the one ``LoadableKit/Backoff``
+  /// type, which a loadable's ``RetryPolicy`` uses too.
+  public typealias Backoff = LoadableKit.Backoff
 
   /// Whether an error that ``JobWork/run(in:)`` threw is transient and worth a retry.
   ///
@@ -112,28 +73,5 @@ public struct JobOptions: Sendable {
     self.backoff = backoff
     self.transientWindow = transientWindow
     self.clock = clock
-  }
-}
-
-extension Duration {
-  /// The duration in seconds, as a `Double`.
-  var seconds: Double {
-    let (seconds, attoseconds) = components
-    return Double(seconds) + Double(attoseconds) * 1e-18
-  }
-}
-
-extension Double {
-  static func pow(_ base: Double, _ exponent: Int) -> Double {
-    // Repeated squaring; stays finite or becomes +infinity, never traps.
-    var result = 1.0
-    var factor = base
-    var n = exponent
-    while n > 0 {
-      if n & 1 == 1 { result *= factor }
-      factor *= factor
-      n >>= 1
-    }
-    return result
   }
 }

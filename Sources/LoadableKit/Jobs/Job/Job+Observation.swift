@@ -1,5 +1,8 @@
 import Observation
 
+// Observing a job: its `Observable` conformance (ObservedJobProperties), the `events` streams,
+// `start(statusHandler:completion:)`, and its observers' deliveries drained outside the lock.
+
 // MARK: - Observation
 
 extension Job: Observable {}
@@ -94,7 +97,7 @@ extension Job {
 
   @discardableResult
   func addObserver(_ observer: @escaping Machine.Observer) -> UInt64 {
-    let id = nextJobWaiterID()
+    let id = nextUniqueID()
     signals.noteAudience()  // before the snapshot reads the progress
     if withState({ $0.addObserver(id, observer) }) { drainObservers() }
     return id

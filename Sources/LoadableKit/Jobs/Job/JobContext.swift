@@ -79,7 +79,7 @@ public struct JobContext<Checkpoint: Codable & Sendable>: Sendable {
   /// - Returns: `true` when a resume ended the wait early.
   /// - Throws: `CancellationError` when the calling task is cancelled.
   nonisolated(nonsending) func waitBetweenUnits(for delay: Duration, on clock: any Clock<Duration>) async throws -> Bool {
-    let id = nextJobWaiterID()
+    let id = nextUniqueID()
     let host = self.host
     host.beginIdleWait(id)
     defer { host.endIdleWait(id) }

@@ -61,9 +61,8 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
 
   /// The server's job API.
   public var service: Service
-  /// The delays between status requests: the first after ``JobOptions/Backoff/initial``, each
-  /// later one ``JobOptions/Backoff/multiplier`` times longer, up to
-  /// ``JobOptions/Backoff/maximum``.
+  /// The delays between status requests: the first after ``Backoff/initial``, each later one
+  /// ``Backoff/multiplier`` times longer, up to ``Backoff/maximum``.
   public var pollSchedule: JobOptions.Backoff
   /// The clock the runner waits on between status requests.
   public var clock: any Clock<Duration>

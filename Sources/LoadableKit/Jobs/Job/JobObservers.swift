@@ -1,3 +1,6 @@
+// A job's observers and the queue that serializes their deliveries (JobObservers), and what each
+// one receives (JobDelivery).
+
 /// What an observer of a ``Job`` receives: public events, then the end with the job's result
 /// (`nil` when the job was deallocated before it finished).
 enum JobDelivery<Output: Sendable>: Sendable {

@@ -1,3 +1,6 @@
+// Running a job's work: the run's task, the loop that retries transient errors in a
+// TransientWindow, and the job as its contexts' host (checkpoints, progress, messages).
+
 // MARK: - Running the work
 
 extension Job {
@@ -131,7 +134,7 @@ extension Job: JobContextHost {
 
   @usableFromInline
   nonisolated(nonsending) func parkAtPausePoint() async throws {
-    let id = nextJobWaiterID()
+    let id = nextUniqueID()
     try await withTaskCancellationHandler {
       defer { ContinuationHandoff.awaited() }
       try await withUnsafeThrowingContinuation { (continuation: Machine.Park) in

@@ -14,7 +14,7 @@ struct TransientWindow<Instant: InstantProtocol> where Instant.Duration == Durat
   private var attempts = 0
 
   mutating func record(
-    errorAt now: Instant, checkpointGeneration: UInt64, window: Duration, backoff: JobOptions.Backoff
+    errorAt now: Instant, checkpointGeneration: UInt64, window: Duration, backoff: Backoff
   ) -> Decision {
     if start == nil || generation != checkpointGeneration {
       start = now

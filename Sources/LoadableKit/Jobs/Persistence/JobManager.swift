@@ -367,7 +367,7 @@ public final class JobManager: @unchecked Sendable {
   /// The manager's events, buffered as `bufferingPolicy` says.
   public func events(bufferingPolicy: AsyncStream<JobManagerEvent>.Continuation.BufferingPolicy) -> AsyncStream<JobManagerEvent> {
     let (stream, continuation) = AsyncStream.makeStream(of: JobManagerEvent.self, bufferingPolicy: bufferingPolicy)
-    let id = nextJobWaiterID()
+    let id = nextUniqueID()
     state.withLock(owner: self) { $0.eventContinuations[id] = continuation }
     continuation.onTermination = { [weak self] _ in
       guard let self else { return }
