@@ -130,6 +130,27 @@ struct ContentLoaderInterimTests {
     claim.end()
   }
 
+  @Test func anInterimValueOutlivesACancelledLoad() async {
+    let source = KeyedSource()
+    let (loader, handles) = makeInterimLoader(source)
+    let claim = loader.begin(1)
+    await source.waitForStarts(1)
+    #expect(handles.values[0].deliver("disk", version: 2))
+    claim.end()
+    await source.waitUntil { $0.cancelled == 1 }
+    // The key went back to how it was before the load, and kept the value delivered, as a prior
+    // value: the next claim shows it at once while the key loads again.
+    #expect(loader.snapshot(for: 1).map(describe) == "notLoaded disk 2")
+    let again = loader.begin(1)
+    #expect(describe(again.snapshot) == "loading disk 2")
+    await source.waitForStarts(2)
+    #expect(!handles.values[1].deliver("older", version: 1))
+    source.resolve(1, "network", version: 3)
+    await eventually { again.snapshot.status == .loaded }
+    #expect(describe(again.snapshot) == "loaded network 3")
+    again.end()
+  }
+
   /// The guide's example ("Interim values"): a disk cache read asynchronously before the network.
   @Test func aDiskCacheReadBeforeTheNetwork() async {
     let network = KeyedSource()

@@ -1,7 +1,7 @@
 extension ContentLoader {
   /// Where a key's load delivers values before its result: a disk copy read asynchronously, a
   /// low-resolution preview. Given to the `load` closure of
-  /// ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)-(_,_,_,_,_,_,_,_,_,_,_,_,_,(Key,InterimValues)->(value:Value,version:Version))``.
+  /// ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)-(_,_,_,_,_,_,_,_,_,_,_,_,_,(Key,InterimValues)->(Value,Version))``.
   ///
   /// A value delivered is shown to the key's claims and ``ContentLoader/events`` as a prior value
   /// (``ContentLoader/Event/loadingWithPriorValue(_:_:_:)``), with ``LoadStatus/loading``: the

@@ -24,6 +24,8 @@ import Synchronization
 /// - **Prior values.** The data source's `existingValue` hook supplies a value and its version
 ///   synchronously when an entry is made; claimants see it at once, with the status
 ///   ``LoadStatus/loading``, while the fresh load runs, and keep seeing it if the load fails.
+/// - **Interim values.** A load can deliver values before its result — a disk copy read
+///   asynchronously, a preview — through ``InterimValues``; they are shown like prior values.
 /// - **Versions.** Every result carries a `Comparable` version. A result whose version is older
 ///   than or equal to the value held does not replace it, so a slow, stale response never
 ///   overwrites a newer one.
@@ -36,7 +38,7 @@ import Synchronization
 ///   combinators, and a load the key's claims started is cancelled when they all end, the
 ///   loadable going back to how it was.
 /// - **Bounded memory.** An entry without claims is idle. Idle entries are evicted, least
-///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)``'s
+///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)-(_,_,_,_,_,_,_,_,_,_,_,_,_,(Key)->(Value,Version))``'s
 ///   `maximumIdleCount` and after its `idleTimeout`, measured on the injected clock.
 ///
 /// The loader is thread-safe without actor isolation. Its state is a value held in a `Mutex`;
@@ -155,7 +157,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// asynchronously, a low-resolution preview.
   ///
   /// The parameters are those of
-  /// ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)-(_,_,_,_,_,_,_,_,_,_,_,_,_,(Key)->(value:Value,version:Version))``,
+  /// ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)-(_,_,_,_,_,_,_,_,_,_,_,_,_,(Key)->(Value,Version))``,
   /// except `load`, which is also given the load's ``InterimValues``:
   ///
   /// ```swift
