@@ -269,7 +269,10 @@ let diskFirst = ContentLoader<String, Thumbnail, Int>(
     cache.store(fresh)
     return (fresh, fresh.revision)
   })
-if let outdated = items.first(where: { item in cache.thumbnail(for: item.id).map { $0.revision < item.thumbnailRevision } ?? false }) {
+let outdatedOnDisk = items.first { item in
+  cache.thumbnail(for: item.id).map { $0.revision < item.thumbnailRevision } ?? false
+}
+if let outdated = outdatedOnDisk {
   network.holdNextRequest(for: outdated.id)  // a slow network: the disk copy shows first
   let frames = Locked<[String]>([])
   let claim = diskFirst.begin(outdated.id) { snapshot in
