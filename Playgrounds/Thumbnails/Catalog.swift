@@ -59,3 +59,13 @@ final class ThumbnailCache: Sendable {
     }
   }
 }
+
+/// The disk cache read asynchronously, as a real one is (a file read off the claiming thread):
+/// step 13's load reads it before the network and shows the copy as an interim value.
+actor DiskReads {
+  private let cache: ThumbnailCache
+
+  init(_ cache: ThumbnailCache) { self.cache = cache }
+
+  func thumbnail(for itemID: String) async -> Thumbnail? { cache.thumbnail(for: itemID) }
+}

@@ -10,7 +10,8 @@
 // Step 9 flings 200 rows on simulated time, with and without `maximumConcurrentLoads` and
 // priorities, and compares the requests the service saw and when the visible rows were drawn.
 // Step 10 pulls to refresh during slow loads; step 11 writes an edited thumbnail to the loader
-// without a request, and step 12 drops every idle thumbnail on a memory warning.
+// without a request, and step 12 drops every idle thumbnail on a memory warning. Step 13 reads
+// the disk cache asynchronously and shows its copy while the network loads (interim values).
 //
 // The run is the same every time: the simulated service holds requests until it is told to
 // answer them, and after each scroll the list waits until the cells, the loader's events and the
@@ -29,7 +30,7 @@ if let url = RedlandsServices.commandLineServer {
   } catch {
     exitCannotReach(url, error)
   }
-  FileHandle.standardError.write(Data("(steps 9 and 10 stay in-process, on simulated time: see the README)\n".utf8))
+  FileHandle.standardError.write(Data("(steps 9, 10 and 13 stay in-process, on simulated time: see the README)\n".utf8))
 } else {
   service = ThumbnailService(
     items: ThumbnailCatalog.redlands(count: items.count), latency: RedlandsServices.defaultLatency, onChange: changes.signal)
@@ -248,6 +249,45 @@ let dropped = thumbnails.removeAllIdle()
 await list.settle()
 print("    \(idleBefore) idle entries, \(dropped) dropped (removeAllIdle); \(thumbnails.count) left")
 list.printChanges(since: before)
+
+// MARK: - 13. A disk copy read asynchronously
+
+printStep("13. A row whose thumbnail is on disk: the disk is read asynchronously, then the network (interim values)")
+// A loader of its own, in-process, so that the totals above stay the list's. Its load reads the
+// disk cache asynchronously — off the thread that claims the row — and shows the copy while the
+// network loads (`interim.deliver`), instead of reading it in the synchronous `existingValue`.
+let disk = DiskReads(cache)
+let network = ThumbnailService(
+  items: ThumbnailCatalog.redlands(count: items.count), latency: .milliseconds(1), onChange: {})
+let diskFirst = ContentLoader<String, Thumbnail, Int>(
+  idleTimeout: nil,
+  load: { itemID, interim in
+    if let copy = await disk.thumbnail(for: itemID) {
+      interim.deliver(copy, version: copy.revision)  // shown at once, still loading
+    }
+    let fresh = try await network.thumbnail(for: itemID)
+    cache.store(fresh)
+    return (fresh, fresh.revision)
+  })
+let outdatedOnDisk = items.first { item in
+  cache.thumbnail(for: item.id).map { $0.revision < item.thumbnailRevision } ?? false
+}
+if let outdated = outdatedOnDisk {
+  network.holdNextRequest(for: outdated.id)  // a slow network: the disk copy shows first
+  let frames = Locked<[String]>([])
+  let claim = diskFirst.begin(outdated.id) { snapshot in
+    let frame = "\(snapshot.value.map { "\($0)" } ?? "—") \(snapshot.status)"
+    frames.withLock { if $0.last != frame { $0.append(frame) } }  // a change may be told twice
+    changes.signal()
+  }
+  await changes.wait { claim.snapshot.value == nil ? "the disk copy of \(outdated.title)" : nil }
+  network.answerHeldRequests()
+  await changes.wait { claim.snapshot.status == .loaded ? nil : "\(outdated.title) loaded from the network" }
+  claim.end()
+  print("    \(outdated.title): \(frames.withLock { $0 }.joined(separator: " → "))")
+  print("    the disk copy showed while its request waited at the network; then the current thumbnail replaced it")
+  print("    (\(network.counts.requests) request; the version rule holds between the copy and the answer)")
+}
 
 // MARK: - Summary
 

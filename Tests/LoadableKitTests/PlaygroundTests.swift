@@ -692,6 +692,13 @@ struct PlaygroundTests {
     #expect(warning.contains("events 12 evicted") && warning.contains("service no requests"))
     #expect(summary.contains { squeezed($0) == "written by the app 1" })
 
+    // 13. A disk copy read asynchronously shows, still loading, while the network loads; then
+    // the newer answer replaces it (interim values, issue 30).
+    let diskFirst = section(output, "▸ 13.").map(squeezed)
+    let frames = try #require(diskFirst.lazy.compactMap { $0.wholeMatch(of: /.+: — loading → r(\d+) loading → r(\d+) loaded/) }.first)
+    #expect(Int(frames.1)! < Int(frames.2)!)
+    #expect(diskFirst.contains("(1 request; the version rule holds between the copy and the answer)"))
+
     // 10. A pull to refresh during slow loads sends the fresh requests at once, whatever the
     // stale work does (issue 27, SPEC §5): the fresh rows are drawn one answer after the pull,
     // and no stale answer is drawn after it.

@@ -43,6 +43,8 @@ extension ContentLoader {
     var attempt: LoadStateMachine.Attempt?
     /// Whether its load waited for a slot of the load limit.
     var waiting = false
+    /// ``Versions/interimMark`` then: an interim value delivered since is a change to tell.
+    var interimMark: UInt64 = 0
   }
 
   struct GraceTimer: Sendable {
@@ -50,14 +52,69 @@ extension ContentLoader {
     var task: Task<Void, Never>?
   }
 
+  /// An interim value a key's load delivered before its result (``InterimValues``), with its
+  /// version and cost.
+  @usableFromInline
+  struct HeldInterim: Sendable {
+    @usableFromInline var value: Value
+    @usableFromInline var version: Version
+    var cost: Int
+    /// Set when the load that delivered it returned: the counter its result's content will have.
+    /// Once the content reaches it, the result (the interim value itself, when it was the newer)
+    /// shows in its place.
+    @usableFromInline var retiredAt: UInt64?
+  }
+
   /// The prior value and the version of each content of a key, under the entry's own small lock.
   @usableFromInline
   struct Versions {
     @usableFromInline var prior: (value: Value, version: Version)?
     var priorCost = 0
+    /// The newest interim value a load delivered, shown in place of the content and the prior
+    /// value, which are older, until a newer value replaces it.
+    @usableFromInline var interim: HeldInterim?
+    /// Counts the interim values taken and dropped: the loader tells its claims of each.
+    var interimMark: UInt64 = 0
+    /// The attempt that last returned its result: its interim values come too late.
+    var returned: UInt64?
     /// The version of the content that the loadable's `contentVersion` counter names: the
     /// current content, and the one the attempt running may produce.
     @usableFromInline var slots: [(counter: UInt64, version: Version, loadedAt: Duration, cost: Int)] = []
+
+    /// The interim value shown when the content's counter is `counter`, if any.
+    @inlinable func shownInterim(at counter: UInt64) -> HeldInterim? {
+      guard let interim else { return nil }
+      if let retiredAt = interim.retiredAt, counter >= retiredAt { return nil }
+      return interim
+    }
+
+    /// Applies the version rule to an interim value of `attempt`: one not newer than the value
+    /// shown — an interim value, the content, or else the prior value — is refused (`false`), and
+    /// so is one that comes after its load returned. Returns the interim value let go of, to be
+    /// released by the caller outside the locks.
+    mutating func offer(
+      _ offered: (value: Value, version: Version), cost offeredCost: Int, attempt: UInt64?, counter: UInt64,
+      content: Value?
+    ) -> (taken: Bool, dropped: HeldInterim?) {
+      if let attempt, returned == attempt { return (false, nil) }
+      if let shown = shownInterim(at: counter) {
+        guard offered.version > shown.version else { return (false, nil) }
+      } else if (counter > 0 ? content : prior?.value) != nil, let heldVersion = version(at: counter) {
+        guard offered.version > heldVersion else { return (false, nil) }
+      }
+      let dropped = interim
+      interim = HeldInterim(value: offered.value, version: offered.version, cost: offeredCost)
+      interimMark &+= 1
+      return (true, dropped)
+    }
+
+    /// An interim value whose load's result shows now (the content reached its counter), taken
+    /// out to be released by the caller outside the locks.
+    mutating func takeRetiredInterim(at counter: UInt64) -> HeldInterim? {
+      guard let interim, let retiredAt = interim.retiredAt, counter >= retiredAt else { return nil }
+      self.interim = nil
+      return interim
+    }
 
     @inlinable func version(at counter: UInt64) -> Version? {
       for slot in slots where slot.counter == counter { return slot.version }
@@ -72,6 +129,12 @@ extension ContentLoader {
       return counter == 0 && prior != nil ? priorCost : 0
     }
 
+    /// What the values shown at `counter` cost: the content's (or prior value's) and an interim
+    /// value's, which is held beside it.
+    func shownCost(at counter: UInt64) -> Int {
+      cost(at: counter) + (shownInterim(at: counter)?.cost ?? 0)
+    }
+
     func loadedAt(_ counter: UInt64) -> Duration? {
       for slot in slots where slot.counter == counter { return slot.loadedAt }
       return nil
@@ -81,17 +144,28 @@ extension ContentLoader {
     /// the content, or else the prior value — does not replace it. Records the version of what
     /// the attempt returns under the counter it will have; returns that value and the versions
     /// let go of (released by the caller, outside the lock).
+    ///
+    /// An interim value shown is the value held: a result not newer than it is dropped, and the
+    /// interim value is the load's result. Either way the interim value stays shown until the
+    /// result does (`retiredAt`), and `attempt`'s later interim values are refused.
     mutating func keep(
       _ loaded: (value: Value, version: Version), cost loadedCost: Int, counter: UInt64, content: Value?,
-      now: Duration
+      now: Duration, attempt: UInt64?
     ) -> (Value, [Version]) {
       let held = counter > 0 ? content : prior?.value
       var kept = loaded
       var keptCost = loadedCost
-      if let held, let heldVersion = version(at: counter), !(loaded.version > heldVersion) {
+      if let shown = shownInterim(at: counter) {
+        if !(loaded.version > shown.version) {
+          kept = (shown.value, shown.version)
+          keptCost = shown.cost
+        }
+        interim!.retiredAt = counter &+ 1
+      } else if let held, let heldVersion = version(at: counter), !(loaded.version > heldVersion) {
         kept = (held, heldVersion)
         keptCost = cost(at: counter)
       }
+      if let attempt { returned = attempt }
       var dropped: [Version] = []
       slots.removeAll { slot in
         guard slot.counter < counter || slot.counter == counter &+ 1 else { return false }
@@ -106,12 +180,24 @@ extension ContentLoader {
     /// content, or else the prior value — is refused (`nil`). Otherwise records its version under
     /// the counter the content will have, and returns the versions let go of (released by the
     /// caller, outside the lock).
+    ///
+    /// An interim value shown is the value held; a value written replaces it (returned in
+    /// `dropped`, to be released by the caller outside the locks).
     mutating func write(
       _ written: (value: Value, version: Version), cost writtenCost: Int, counter: UInt64, content: Value?,
-      now: Duration
+      now: Duration, dropped droppedInterim: inout HeldInterim?
     ) -> [Version]? {
       let held = counter > 0 ? content : prior?.value
-      if held != nil, let heldVersion = version(at: counter), !(written.version > heldVersion) { return nil }
+      if let shown = shownInterim(at: counter) {
+        if !(written.version > shown.version) { return nil }
+      } else if held != nil, let heldVersion = version(at: counter), !(written.version > heldVersion) {
+        return nil
+      }
+      if interim != nil {
+        droppedInterim = interim
+        interim = nil
+        interimMark &+= 1
+      }
       var dropped: [Version] = []
       slots.removeAll { slot in
         guard slot.counter < counter || slot.counter == counter &+ 1 else { return false }
@@ -130,7 +216,7 @@ extension ContentLoader {
   @usableFromInline
   final class KeyedLoadable: AsyncLoadable<Value>, @unchecked Sendable {
     @usableFromInline let key: Key
-    let loadValue: @Sendable (Key) async throws -> (value: Value, version: Version)
+    let loadValue: @Sendable (Key, InterimValues) async throws -> (value: Value, version: Version)
     weak var loader: ContentLoader?
     @usableFromInline let versions: Mutex<Versions>
     /// The loader's timeline, when values go stale by age.
@@ -183,7 +269,7 @@ extension ContentLoader {
 
     init(
       loader: ContentLoader, key: Key, prior: (value: Value, version: Version)?,
-      load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version), clock: Timeline?,
+      load: @escaping @Sendable (Key, InterimValues) async throws -> (value: Value, version: Version), clock: Timeline?,
       cost: (@Sendable (Value) -> Int)?
     ) {
       self.key = key
@@ -265,7 +351,7 @@ extension ContentLoader {
     /// current one (SPEC §5), must not put its version in the place of the one the current attempt
     /// records. Its result is dropped anyway; it throws `CancellationError` instead.
     func loadAndKeep(attempt: UInt64?) async throws -> Value {
-      let loaded = try await loadValue(key)
+      let loaded = try await loadValue(key, InterimValues(entry: self, attempt: attempt))
       let now = clock?.now() ?? .zero
       let loadedCost = costOf?(loaded.value) ?? 0
       // Under the loadable's lock, so that no other attempt becomes current between the check and
@@ -274,7 +360,8 @@ extension ContentLoader {
         guard attempt == nil || state.attempt?.id == attempt else { return nil }
         let content = state.content(as: Value.self)
         return versions.withLock(owner: self) {
-          $0.keep(loaded, cost: loadedCost, counter: state.contentVersion, content: content, now: now)
+          $0.keep(
+            loaded, cost: loadedCost, counter: state.contentVersion, content: content, now: now, attempt: attempt)
         }
       }
       guard let (value, dropped) = kept else { throw CancellationError() }
@@ -289,14 +376,38 @@ extension ContentLoader {
       let box = ContentBox(value)
       // Under the loadable's lock, then the versions' (the order of `loadAndKeep`): no attempt
       // lands between the check and the write.
+      var droppedInterim: HeldInterim?
+      defer { _ = droppedInterim }  // released here, after the locks
       return withState { state -> (LoadStateMachine.Effects, [Version])? in
         let content = state.content(as: Value.self)
         let dropped = versions.withLock(owner: self) {
-          $0.write((value, version), cost: cost, counter: state.contentVersion, content: content, now: now)
+          $0.write(
+            (value, version), cost: cost, counter: state.contentVersion, content: content, now: now,
+            dropped: &droppedInterim)
         }
         guard let dropped else { return nil }
         return (state.write(box), dropped)
       }
+    }
+
+    /// ``InterimValues/deliver(_:version:)`` for `attempt`: under the version rule, shown in place
+    /// of the value the key shows, while `attempt` is the key's running attempt and has not
+    /// returned. Returns whether it was taken.
+    func deliverInterim(_ value: Value, version: Version, attempt: UInt64?) -> Bool {
+      let valueCost = costOf?(value) ?? 0
+      // Under the loadable's lock, then the versions' (the order of `loadAndKeep`): the attempt
+      // is current while the value is taken.
+      let (taken, dropped) = withState { state -> (Bool, HeldInterim?) in
+        guard state.attempt != nil, attempt == nil || state.attempt?.id == attempt else { return (false, nil) }
+        let content = state.content(as: Value.self)
+        return versions.withLock(owner: self) {
+          $0.offer(
+            (value, version), cost: valueCost, attempt: attempt, counter: state.contentVersion, content: content)
+        }
+      }
+      _ = dropped  // released here, after the locks
+      if taken { loader?.changed(self) }
+      return taken
     }
 
     /// ``ContentLoader/remove(_:)``: drops the content, the prior value and the versions, under
@@ -309,6 +420,8 @@ extension ContentLoader {
           versions.prior = nil
           versions.priorCost = 0
           versions.slots = []
+          versions.interim = nil
+          versions.interimMark &+= 1
           return old
         }
         return (state.forget(), table)

@@ -24,6 +24,8 @@ import Synchronization
 /// - **Prior values.** The data source's `existingValue` hook supplies a value and its version
 ///   synchronously when an entry is made; claimants see it at once, with the status
 ///   ``LoadStatus/loading``, while the fresh load runs, and keep seeing it if the load fails.
+/// - **Interim values.** A load can deliver values before its result — a disk copy read
+///   asynchronously, a preview — through ``InterimValues``; they are shown like prior values.
 /// - **Versions.** Every result carries a `Comparable` version. A result whose version is older
 ///   than or equal to the value held does not replace it, so a slow, stale response never
 ///   overwrites a newer one.
@@ -36,7 +38,7 @@ import Synchronization
 ///   combinators, and a load the key's claims started is cancelled when they all end, the
 ///   loadable going back to how it was.
 /// - **Bounded memory.** An entry without claims is idle. Idle entries are evicted, least
-///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)``'s
+///   recently used first, beyond ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)-(_,_,_,_,_,_,_,_,_,_,_,_,_,(Key)->(Value,Version))``'s
 ///   `maximumIdleCount` and after its `idleTimeout`, measured on the injected clock.
 ///
 /// The loader is thread-safe without actor isolation. Its state is a value held in a `Mutex`;
@@ -51,7 +53,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   @usableFromInline typealias State = ContentLoaderState<Key, Value, Version>
 
   @usableFromInline let state: Mutex<State>
-  let loadValue: @Sendable (Key) async throws -> (value: Value, version: Version)
+  let loadValue: @Sendable (Key, InterimValues) async throws -> (value: Value, version: Version)
   let existingValue: @Sendable (Key) -> (value: Value, version: Version)?
   let timeline: Timeline
   let gracePeriod: Duration
@@ -128,7 +130,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     result any more: check for cancellation (or use APIs that do) so cancelled work stops
   ///     early. Its result is dropped once cancelled. Loadables it loads are dependencies of the
   ///     key's attempt.
-  public init(
+  public convenience init(
     name: String = "ContentLoader",
     gracePeriod: Duration = .zero,
     idleTimeout: Duration? = .seconds(300),
@@ -143,6 +145,49 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     taskExecutor: (any TaskExecutor)? = nil,
     existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
     load: @escaping @Sendable (Key) async throws -> (value: Value, version: Version)
+  ) {
+    self.init(
+      name: name, gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: maximumIdleCount,
+      staleAfter: staleAfter, maximumConcurrentLoads: maximumConcurrentLoads, cost: cost,
+      totalCostLimit: totalCostLimit, loadOptions: loadOptions, clock: clock, instrument: instrument,
+      taskExecutor: taskExecutor, existingValue: existingValue, load: { key, _ in try await load(key) })
+  }
+
+  /// Creates a loader whose loads can show values before their results: a disk copy read
+  /// asynchronously, a low-resolution preview.
+  ///
+  /// The parameters are those of
+  /// ``init(name:gracePeriod:idleTimeout:maximumIdleCount:staleAfter:maximumConcurrentLoads:cost:totalCostLimit:loadOptions:clock:instrument:taskExecutor:existingValue:load:)-(_,_,_,_,_,_,_,_,_,_,_,_,_,(Key)->(Value,Version))``,
+  /// except `load`, which is also given the load's ``InterimValues``:
+  ///
+  /// ```swift
+  /// let thumbnails = ContentLoader<URL, Image, Date>(load: { url, interim in
+  ///   if let copy = await diskCache.image(for: url) {            // read off the caller's thread
+  ///     interim.deliver(copy.image, version: copy.date)          // shown at once, still loading
+  ///   }
+  ///   return try await network.image(for: url)                  // (image, lastModified)
+  /// })
+  /// ```
+  ///
+  /// Each value delivered is shown to the key's claims and ``events`` as a prior value, with
+  /// ``LoadStatus/loading``, under the version rule: one not newer than the value the key shows
+  /// is dropped, and so is a result not newer than the interim value shown (the load then ends
+  /// with the interim value as its result). See <doc:LoadingKeyedContent>.
+  public init(
+    name: String = "ContentLoader",
+    gracePeriod: Duration = .zero,
+    idleTimeout: Duration? = .seconds(300),
+    maximumIdleCount: Int = 500,
+    staleAfter: Duration? = nil,
+    maximumConcurrentLoads: Int? = nil,
+    cost: (@Sendable (Value) -> Int)? = nil,
+    totalCostLimit: Int? = nil,
+    loadOptions: LoadOptions? = nil,
+    clock: any Clock<Duration> = ContinuousClock(),
+    instrument: (any LoadInstrument)? = nil,
+    taskExecutor: (any TaskExecutor)? = nil,
+    existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
+    load: @escaping @Sendable (Key, InterimValues) async throws -> (value: Value, version: Version)
   ) {
     let gracePeriod = max(gracePeriod, .zero)
     let idleTimeout = idleTimeout.map { max($0, .zero) }

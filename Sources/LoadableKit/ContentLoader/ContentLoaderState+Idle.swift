@@ -14,10 +14,10 @@ extension ContentLoaderState {
 
   var idleCount: Int { idle.count + idleEmpty.count }
 
-  /// Whether the entry has a value to show: content, or a prior value.
+  /// Whether the entry has a value to show: content, a prior value, or an interim value.
   func hasValue(_ entry: Entry) -> Bool {
     if let shown = entry.shown, shown.contentVersion > 0 { return true }
-    return entry.versions.withLock(owner: entry) { $0.prior != nil }
+    return entry.versions.withLock(owner: entry) { $0.prior != nil || $0.interim != nil }
   }
 
   mutating func linkIdle(_ entry: Entry, now: Duration) {

@@ -78,10 +78,12 @@ extension ContentLoaderState {
     var contentVersion: UInt64
     var attempt: Attempt?
     var waiting: Bool
+    /// Interim values taken and dropped (``ContentLoader/Versions/interimMark``).
+    var interimMark: UInt64
 
     func matches(_ other: Stamp) -> Bool {
       status == other.status && contentVersion == other.contentVersion && attempt === other.attempt
-        && waiting == other.waiting
+        && waiting == other.waiting && interimMark == other.interimMark
     }
   }
 
@@ -91,9 +93,11 @@ extension ContentLoaderState {
     index.values.map { entry in
       let view = entry.interestView(since: nil)
       let waiting = waitsForSlot(entry, status: view.snapshot.status)
+      let interimMark = entry.versions.withLock(owner: entry) { $0.interimMark }
       let snapshot = snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion, waiting: waiting)
       let stamp = Stamp(
-        status: view.snapshot.status, contentVersion: view.contentVersion, attempt: view.attempt, waiting: waiting)
+        status: view.snapshot.status, contentVersion: view.contentVersion, attempt: view.attempt, waiting: waiting,
+        interimMark: interimMark)
       return (entry, snapshot, view.snapshot, stamp)
     }
   }
@@ -103,7 +107,8 @@ extension ContentLoaderState {
     let read = entry.interestState(since: nil)
     return Stamp(
       status: read.status, contentVersion: read.contentVersion, attempt: read.attempt,
-      waiting: waitsForSlot(entry, status: read.status))
+      waiting: waitsForSlot(entry, status: read.status),
+      interimMark: entry.versions.withLock(owner: entry) { $0.interimMark })
   }
 
   /// Refreshes (`loading`) or invalidates each chosen entry that is still the key's entry and

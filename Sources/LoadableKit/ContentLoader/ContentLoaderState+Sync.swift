@@ -63,9 +63,15 @@ extension ContentLoaderState {
       failedByCancellation: Bool
     ), waiting: Bool, _ effects: inout Effects
   ) -> ShownChange? {
+    // Read before the snapshot is built: a value delivered after this read is shown by the
+    // snapshot too, and told again at the next sync (told twice, never missed).
+    let (interimMark, retired) = entry.versions.withLock(owner: entry) {
+      ($0.interimMark, $0.takeRetiredInterim(at: read.contentVersion))
+    }
+    if let retired { effects.released.interims.append(retired) }
     let changed =
       previous == nil || previous!.status != read.status || previous!.contentVersion != read.contentVersion
-      || previous!.attempt !== read.attempt || previous!.waiting != waiting
+      || previous!.attempt !== read.attempt || previous!.waiting != waiting || previous!.interimMark != interimMark
     guard changed else { return nil }
     let wrote = entry.wrote
     entry.wrote = false
@@ -79,9 +85,10 @@ extension ContentLoaderState {
       enqueue(.keyChanged(entry), &effects)
     }
     entry.shown = Loader.Shown(
-      status: read.status, contentVersion: read.contentVersion, attempt: read.attempt, waiting: waiting)
+      status: read.status, contentVersion: read.contentVersion, attempt: read.attempt, waiting: waiting,
+      interimMark: interimMark)
     if totalCostLimit != nil {
-      let cost = entry.versions.withLock(owner: entry) { $0.cost(at: read.contentVersion) }
+      let cost = entry.versions.withLock(owner: entry) { $0.shownCost(at: read.contentVersion) }
       if entry.isInIndex { totalCost += cost - entry.cost }
       entry.cost = cost
     }
@@ -91,10 +98,14 @@ extension ContentLoaderState {
       // was loading and still is, with the same value.
       // A removal's fresh load is: the value went.
       if !forgot, let previous, previous.attempt != nil, previous.status == .loading, read.status == .loading,
-        previous.contentVersion == read.contentVersion
+        previous.contentVersion == read.contentVersion, previous.interimMark == interimMark
       {
         return nil
       }
+      return .loading
+    }
+    // An interim value delivered by the running load: told as a prior value while loading.
+    if read.attempt != nil, read.status == .loading, let previous, previous.interimMark != interimMark {
       return .loading
     }
     // A local write on a key that was not loading: told as a load's result.
@@ -157,7 +168,8 @@ extension ContentLoaderState {
   // MARK: - Snapshots
 
   /// The key's snapshot: the loadable's status, content and error, with the prior value from
-  /// the `existingValue` hook where there is no content yet, and the versions.
+  /// the `existingValue` hook where there is no content yet, an interim value a load delivered in
+  /// place of both, and the versions.
   ///
   /// The loadable's own snapshot is returned too: it holds copies of the content and error, which
   /// the caller must release after the lock (the loadable may let go of its own meanwhile).
@@ -188,7 +200,15 @@ extension ContentLoaderState {
 
   @inlinable
   func snapshot(of entry: Entry, _ state: LoadSnapshot<Value>, contentVersion: UInt64, waiting: Bool) -> Snapshot {
-    let (version, prior) = entry.versions.withLock(owner: entry) { ($0.version(at: contentVersion), $0.prior) }
+    let (version, prior, interim) = entry.versions.withLock(owner: entry) {
+      ($0.version(at: contentVersion), $0.prior, $0.shownInterim(at: contentVersion))
+    }
+    if let interim {
+      // Newer than the content and the prior value (the version rule took it).
+      return Snapshot(
+        key: entry.key, status: state.status, value: interim.value, version: interim.version,
+        error: state.status == .failed ? state.error ?? CancellationError() : nil, isWaitingForSlot: waiting)
+    }
     let value = state.content ?? prior?.value
     let shownVersion = state.content != nil ? version ?? prior?.version : prior?.version
     return Snapshot(

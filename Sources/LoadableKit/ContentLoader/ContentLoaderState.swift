@@ -147,6 +147,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     var versions: [Version] = []
     /// Version tables a removal let go of (with the prior value).
     var tables: [Loader.Versions] = []
+    /// Interim values whose load's result shows now.
+    var interims: [Loader.HeldInterim] = []
   }
 
   // MARK: - State
