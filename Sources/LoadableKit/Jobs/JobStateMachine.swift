@@ -95,7 +95,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private var publishedProgress: Double
   private(set) var activity: Activity = .idle
   private var runID: UInt64 = 0
-  private var parked: [UInt64: Park] = [:]
+  /// Callers held at a pause point (paused, or waiting for a checkpoint to be stored).
+  private var parked = WaiterStore<Park>()
   /// The work's waits between units at a point the job can be stored from (a server job's wait
   /// for its next poll): a paused job counts as parked during them, and a resume ends them.
   private var idleWaits: [UInt64: IdleWait] = [:]
@@ -106,7 +107,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     var woken = false
     var waiter: SettleWaiter?
   }
-  private var settleWaiters: [UInt64: SettleWaiter] = [:]
+  private var settleWaiters = WaiterStore<SettleWaiter>()
   private var observers = JobObservers<Output>()
   /// Whether a store must confirm each checkpoint before the work goes past its next pause point
   /// (a ``JobManager`` holds the job).
@@ -179,8 +180,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
         launch(&effects)
       } else {
         if !awaitingDurability {
-          effects.resumeParked = Array(parked.values)
-          parked.removeAll()
+          effects.resumeParked = parked.takeAll().map(\.element)
         }
         wakeIdleWaits(&effects)  // a server job waiting for its next poll polls at once
       }
@@ -218,8 +218,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     case .started, .paused:
       setStatus(.canceling, &effects)
       effects.cancelRun = true
-      effects.cancelParked = Array(parked.values)
-      parked.removeAll()
+      effects.cancelParked = parked.takeAll().map(\.element)
       settle(&effects)
       return (.canceling, effects)
     case .canceling:
@@ -256,12 +255,12 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     guard !taskIsCancelled else { return (.cancel, effects) }
     switch status {
     case .started where awaitingDurability:
-      parked[id] = park
+      parked.append(park, id: id)
       return (.parked, effects)
     case .started:
       return (.proceed, effects)
     case .paused where activity != .idle:
-      parked[id] = park
+      parked.append(park, id: id)
       settle(&effects)
       return (.parked, effects)
     case .notStarted, .paused, .canceling, .succeeded, .failed:
@@ -272,7 +271,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// The task of a parked caller was cancelled: hands back its continuation unless something
   /// already resumed it.
   mutating func leavePausePoint(_ id: UInt64) -> Park? {
-    parked.removeValue(forKey: id)
+    parked.remove(id)
   }
 
   /// Run `runID` waits `message`'s backoff before running again. Returns `false` when the job is
@@ -390,8 +389,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private mutating func releaseDurabilityWaiters() -> Effects {
     var effects = Effects()
     guard pausePointsOpen, !parked.isEmpty else { return effects }
-    effects.resumeParked = Array(parked.values)
-    parked.removeAll()
+    effects.resumeParked = parked.takeAll().map(\.element)
     return effects
   }
 
@@ -415,12 +413,12 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// Registers a caller of `waitUntilParked()`; returns `true` when it must not wait.
   mutating func addSettleWaiter(_ id: UInt64, _ waiter: SettleWaiter, taskIsCancelled: Bool) -> Bool {
     guard isUnsettled, !taskIsCancelled else { return true }
-    settleWaiters[id] = waiter
+    settleWaiters.append(waiter, id: id)
     return false
   }
 
   mutating func removeSettleWaiter(_ id: UInt64) -> SettleWaiter? {
-    settleWaiters.removeValue(forKey: id)
+    settleWaiters.remove(id)
   }
 
   // MARK: - Observers
@@ -474,8 +472,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     effects.changes.insert(.error)
     self.result = result
     effects.result = result
-    effects.cancelParked += parked.values
-    parked.removeAll()
+    effects.cancelParked += parked.takeAll().lazy.map(\.element)
     if observers.enqueue(.end(result)) { effects.drain = true }
     settle(&effects)
   }
@@ -511,7 +508,6 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// Resumes the settle waiters once the job no longer has unparked work while paused.
   private mutating func settle(_ effects: inout Effects) {
     guard !isUnsettled, !settleWaiters.isEmpty else { return }
-    effects.settled += settleWaiters.values
-    settleWaiters.removeAll()
+    effects.settled += settleWaiters.takeAll().lazy.map(\.element)
   }
 }
