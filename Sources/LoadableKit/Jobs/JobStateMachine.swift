@@ -99,13 +99,15 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private var parked = WaiterStore<Park>()
   /// The work's waits between units at a point the job can be stored from (a server job's wait
   /// for its next poll): a paused job counts as parked during them, and a resume ends them.
-  private var idleWaits: [UInt64: IdleWait] = [:]
+  private var idleWaits = WaiterStore<IdleWait>()
 
   /// One wait between units: whether a resume ended it, and the continuation of the child task
   /// that waits for that resume.
-  struct IdleWait: Sendable {
+  struct IdleWait: Sendable, WaiterStoreEntry {
     var woken = false
     var waiter: SettleWaiter?
+
+    var holdsContinuation: Bool { waiter != nil }
   }
   private var settleWaiters = WaiterStore<SettleWaiter>()
   private var observers = JobObservers<Output>()
@@ -301,7 +303,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// the job counts as parked (its checkpoint cannot change).
   mutating func beginIdleWait(_ id: UInt64) -> Effects {
     var effects = Effects()
-    idleWaits[id] = IdleWait()
+    idleWaits.append(IdleWait(), id: id)
     settle(&effects)
     return effects
   }
@@ -309,33 +311,32 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// The wait ended; hands back the continuation of its resume waiter if something left it there
   /// (the caller resumes it: every continuation is resumed once).
   mutating func endIdleWait(_ id: UInt64) -> SettleWaiter? {
-    idleWaits.removeValue(forKey: id)?.waiter
+    idleWaits.remove(id)?.waiter
   }
 
   /// The idle wait `id` waits for a resume. Returns `true` when it must not wait: it was resumed
   /// already, it ended, or the waiting task is cancelled.
   mutating func awaitIdleWake(_ id: UInt64, _ waiter: SettleWaiter, taskIsCancelled: Bool) -> Bool {
-    guard !taskIsCancelled, let wait = idleWaits[id], !wait.woken else { return true }
-    idleWaits[id]?.waiter = waiter
-    return false
+    guard !taskIsCancelled else { return true }
+    let waits = idleWaits.update(id) { wait in
+      if wait.woken { return false }
+      wait.waiter = waiter
+      return true
+    }
+    return waits != true
   }
 
   /// The task waiting for the resume of idle wait `id` was cancelled: hands back its continuation
   /// unless something already resumed it.
   mutating func takeIdleWake(_ id: UInt64) -> SettleWaiter? {
-    let waiter = idleWaits[id]?.waiter
-    idleWaits[id]?.waiter = nil
-    return waiter
+    idleWaits.update(id) { $0.waiter.take() } ?? nil
   }
 
   /// A resume ends every idle wait in progress.
   private mutating func wakeIdleWaits(_ effects: inout Effects) {
-    for id in idleWaits.keys {
-      idleWaits[id]?.woken = true
-      if let waiter = idleWaits[id]?.waiter {
-        effects.wakeIdle.append(waiter)
-        idleWaits[id]?.waiter = nil
-      }
+    idleWaits.updateEach { wait in
+      wait.woken = true
+      if let waiter = wait.waiter.take() { effects.wakeIdle.append(waiter) }
     }
   }
 
