@@ -15,7 +15,8 @@
   @exclusivity(unchecked) var contentListeners = ContentListeners()
   /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
   @exclusivity(unchecked) var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
-  @exclusivity(unchecked) var gateQueue: [UnsafeContinuation<Void, Never>] = []
+  /// The tasks waiting for the gate, first come first served.
+  @exclusivity(unchecked) var gateQueue = WaiterStore<UnsafeContinuation<Void, Never>>()
 }
 
 /// A derived loadable's listener, in a struct: a closure stored in a dictionary directly is kept

@@ -22,7 +22,7 @@ final class LoadLimiter: Sendable {
   typealias Ticket = ObjectIdentifier
   typealias Continuation = UnsafeContinuation<Void, any Error>
 
-  struct Waiter {
+  struct Waiter: WaiterStoreEntry {
     let ticket: Ticket
     /// The attempt the place is for; `nil` when its task could not tell.
     let attempt: UInt64?
@@ -34,13 +34,17 @@ final class LoadLimiter: Sendable {
     func isFor(_ ticket: Ticket, attempt: UInt64?) -> Bool {
       self.ticket == ticket && (attempt == nil || self.attempt == nil || self.attempt == attempt)
     }
+
+    var holdsContinuation: Bool { continuation != nil }
   }
 
   struct State {
     let limit: Int
     /// Slots taken: by loads running and by places granted whose tasks have not come yet.
     var taken = 0
-    var waiting: [Waiter] = []
+    /// The places waiting for a slot, by their `order`, in the order they joined the queue (the
+    /// most urgent is found by ``LoadLimiter/isBefore(_:_:)``, not by position).
+    var waiting = WaiterStore<Waiter>()
     /// Reserved places that were given a slot before their tasks came for it.
     var granted: [Waiter] = []
     var order: UInt64 = 0
@@ -74,11 +78,11 @@ final class LoadLimiter: Sendable {
     /// A slot was given back: it goes to the most urgent waiter — resumed by the caller, after the
     /// lock, or kept for it when its task has not come yet.
     mutating func handOver() -> Continuation? {
-      guard let index = waiting.indices.max(by: { LoadLimiter.isBefore(waiting[$1], waiting[$0]) }) else {
+      guard let chosen = waiting.min(by: { LoadLimiter.isBefore($0.element, $1.element) }) else {
         taken -= 1
         return nil
       }
-      let next = waiting.remove(at: index)
+      let next = waiting.remove(chosen.id)!
       if let continuation = next.continuation {
         hold(next.ticket)
         return continuation
@@ -96,7 +100,8 @@ final class LoadLimiter: Sendable {
       let candidates = granted.indices.filter { granted[$0].priority <= priority }
       // The least urgent of them, the newest among equals.
       guard let index = candidates.max(by: { LoadLimiter.isBefore(granted[$0], granted[$1]) }) else { return false }
-      waiting.append(granted.remove(at: index))
+      let place = granted.remove(at: index)
+      waiting.append(place, id: place.order)
       return true
     }
 
@@ -107,8 +112,8 @@ final class LoadLimiter: Sendable {
         granted.remove(at: index)
         return handOver()
       }
-      if let index = waiting.firstIndex(where: { $0.continuation == nil && $0.isFor(ticket, attempt: attempt) }) {
-        waiting.remove(at: index)
+      if let place = waiting.first(where: { $0.element.continuation == nil && $0.element.isFor(ticket, attempt: attempt) }) {
+        _ = waiting.remove(place.id)
       }
       return nil
     }
@@ -134,7 +139,7 @@ final class LoadLimiter: Sendable {
 
   /// Whether `ticket`'s key has a load waiting for a slot (reserved, or its task waiting).
   func isWaiting(_ ticket: Ticket) -> Bool {
-    state.withLock(owner: self) { state in state.waiting.contains { $0.ticket == ticket } }
+    state.withLock(owner: self) { state in state.waiting.contains { $0.element.ticket == ticket } }
   }
 
   /// Reserves a place for `attempt` of `ticket`'s key, which its claim just started: a free slot
@@ -148,7 +153,7 @@ final class LoadLimiter: Sendable {
         state.take()
         state.granted.append(place)
       } else {
-        state.waiting.append(place)
+        state.waiting.append(place, id: place.order)
       }
     }
   }
@@ -197,8 +202,8 @@ final class LoadLimiter: Sendable {
             state.hold(ticket)
             return .run
           }
-          if let index = state.waiting.firstIndex(where: { $0.continuation == nil && $0.isFor(ticket, attempt: attempt) }) {
-            state.waiting[index].continuation = continuation
+          if let place = state.waiting.first(where: { $0.element.continuation == nil && $0.element.isFor(ticket, attempt: attempt) }) {
+            state.waiting.update(place.id) { $0.continuation = continuation }
             return .wait
           }
           if state.taken < state.limit {
@@ -212,7 +217,8 @@ final class LoadLimiter: Sendable {
           }
           state.order += 1
           state.waiting.append(
-            Waiter(ticket: ticket, attempt: attempt, priority: priority, order: state.order, continuation: continuation))
+            Waiter(ticket: ticket, attempt: attempt, priority: priority, order: state.order, continuation: continuation),
+            id: state.order)
           return .wait
         }
         switch start {
@@ -230,11 +236,11 @@ final class LoadLimiter: Sendable {
       // This attempt's task waiting here, if it is waiting yet (otherwise it sees the cancellation
       // under the lock above); not another attempt of the same key.
       let removed = state.withLock(owner: self) { state -> Waiter? in
-        guard let index = state.waiting.firstIndex(where: { $0.continuation != nil && $0.isFor(ticket, attempt: attempt) })
+        guard let place = state.waiting.first(where: { $0.element.continuation != nil && $0.element.isFor(ticket, attempt: attempt) })
         else {
           return nil
         }
-        return state.waiting.remove(at: index)
+        return state.waiting.remove(place.id)
       }
       removed?.continuation?.handOff(throwing: CancellationError())
     }
@@ -251,8 +257,8 @@ final class LoadLimiter: Sendable {
   /// loader's lock, so the queue follows the claims in the order they changed.
   func reprioritize(_ ticket: Ticket, to priority: ClaimPriority) {
     state.withLock(owner: self) { state in
-      for index in state.waiting.indices where state.waiting[index].ticket == ticket {
-        state.waiting[index].priority = priority
+      state.waiting.updateEach { place in
+        if place.ticket == ticket { place.priority = priority }
       }
     }
   }

@@ -256,7 +256,7 @@ struct LoadStateMachine {
   /// Takes the gate, or queues `continuation` for it. Returns `true` when taken at once.
   mutating func enterGate(_ continuation: UnsafeContinuation<Void, Never>) -> Bool {
     if gateBusy {
-      more.gateQueue.append(continuation)
+      more.gateQueue.append(continuation, id: nextUniqueID())
       return false
     }
     gateBusy = true
@@ -269,7 +269,7 @@ struct LoadStateMachine {
       gateBusy = false
       return nil
     }
-    return extras.gateQueue.removeFirst()
+    return extras.gateQueue.popFirst()?.element
   }
 
   /// The answer to a request that needs no waiting and changes nothing, or `nil`.

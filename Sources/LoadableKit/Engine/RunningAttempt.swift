@@ -43,28 +43,16 @@ enum LoadWaiter {
   }
 }
 
-/// The waiters of an attempt, in registration order: the first one inline, the others in an
-/// array. Most attempts have one waiter (the caller that started it, or a dependent's group), and
-/// an array is an allocation. A waiter whose caller was cancelled leaves a `nil` behind.
-struct WaiterList: Sequence {
-  typealias Entry = (id: UInt64, waiter: LoadWaiter)
-  var first: Entry?
-  var rest: [Entry?] = []
+/// The waiters of an attempt, in registration order (``WaiterStore``): the first one inline, since
+/// most attempts have one waiter (the caller that started it, or a dependent's group).
+typealias WaiterList = WaiterStore<LoadWaiter>
 
-  struct Iterator: IteratorProtocol {
-    var first: Entry??
-    var rest: IndexingIterator<[Entry?]>
-
-    mutating func next() -> Entry?? {
-      if let first {
-        self.first = nil
-        return first
-      }
-      return rest.next()
-    }
+extension LoadWaiter: WaiterStoreEntry {
+  /// A caller's task waits on a continuation; a completion handler or a dependent's group does
+  /// not (a state machine tested as a value may be dropped with them).
+  var holdsContinuation: Bool {
+    if case .task = self { true } else { false }
   }
-
-  func makeIterator() -> Iterator { Iterator(first: .some(first), rest: rest.makeIterator()) }
 }
 
 /// What runs an attempt: nothing yet (between its creation and its start), its task, or — for an
@@ -128,79 +116,30 @@ protocol AttemptDriver: AnyObject, Sendable {
   let id: UInt64
   let intent: LoadIntent
   /// Waiters in registration order (resumed in that order). A waiter whose caller was
-  /// cancelled leaves a `nil` behind, so leaving costs O(1) however many others wait.
+  /// cancelled leaves at once, in O(1) however many others wait (``WaiterStore``).
   @exclusivity(unchecked) var waiters = WaiterList()
-  /// Where each waiter after the first still waiting sits in `waiters.rest`, once it holds more
-  /// than ``scanLimit`` slots. Below that a waiter is found by scanning the few slots, and no
-  /// dictionary is built: most attempts have one or two waiters.
-  @exclusivity(unchecked) private var slots: [UInt64: Int] = [:]
-  static let scanLimit = 8
   /// How many waiters are still waiting.
-  @exclusivity(unchecked) private(set) var waitingCount = 0
+  var waitingCount: Int { waiters.count }
 
   /// How many waiters ever joined, those that left included (for instruments).
   @exclusivity(unchecked) var joinedCount = 0
 
   func add(_ waiter: (id: UInt64, waiter: LoadWaiter)) {
     joinedCount += 1
-    waitingCount += 1
-    if waiters.first == nil && waiters.rest.isEmpty {
-      waiters.first = waiter
-      return
-    }
-    if waiters.rest.count >= Self.scanLimit {
-      if waiters.rest.count == Self.scanLimit { indexSlots() }
-      slots[waiter.id] = waiters.rest.count
-    }
-    waiters.rest.append(waiter)
+    waiters.append(waiter.waiter, id: waiter.id)
   }
 
-  /// Removes a waiter that left. Its slot is freed at once; once most slots are empty the list
-  /// is compacted, so a long run of callers that join and leave costs memory for those still
-  /// waiting only (amortized O(1) a waiter).
+  /// Removes a waiter that left; `nil` when it is not waiting (any more).
   func remove(_ id: UInt64) -> (id: UInt64, waiter: LoadWaiter)? {
-    if let first = waiters.first, first.id == id {
-      waiters.first = nil
-      waitingCount -= 1
-      return first
-    }
-    let found =
-      waiters.rest.count > Self.scanLimit ? slots.removeValue(forKey: id) : waiters.rest.firstIndex { $0?.id == id }
-    guard let slot = found else { return nil }
-    let removed = waiters.rest[slot]
-    waiters.rest[slot] = nil
-    waitingCount -= 1
-    let waitingInRest = waitingCount - (waiters.first == nil ? 0 : 1)
-    if waiters.rest.count >= 32 && waitingInRest * 4 < waiters.rest.count { compact() }
-    return removed
+    waiters.remove(id).map { (id, $0) }
   }
 
-  /// Indexes the slots of the waiters still waiting (`waiters.rest` is growing past
-  /// ``scanLimit``).
-  private func indexSlots() {
-    for (slot, entry) in waiters.rest.enumerated() {
-      if let entry { slots[entry.id] = slot }
-    }
-  }
-
-  /// Drops the empty slots, keeping the order of those still waiting.
-  private func compact() {
-    var kept: [(id: UInt64, waiter: LoadWaiter)?] = []
-    kept.reserveCapacity(waitingCount * 2)
-    for case let entry? in waiters.rest { kept.append(entry) }
-    waiters.rest = kept
-    slots = [:]
-    if waiters.rest.count > Self.scanLimit { indexSlots() }
-  }
   /// Moves the waiters out of an attempt that ended (``LoadStateMachine/finish(_:with:now:)``):
   /// nobody joins or leaves it any more.
-  func takeWaiters() -> WaiterList {
-    defer { waiters = WaiterList() }
-    return waiters
-  }
+  func takeWaiters() -> WaiterList { waiters.takeAll() }
 
   /// How many waiter slots are stored, including those of waiters that left.
-  var storedWaiterCount: Int { waiters.rest.count + (waiters.first == nil ? 0 : 1) }
+  var storedWaiterCount: Int { waiters.storedCount }
   /// The attempt's context, once it runs: its waits are edges of the wait-for graph.
   @exclusivity(unchecked) var context: AttemptContext?
   /// The task or the driver running the attempt; ``AttemptRunner/none`` until the starter
@@ -241,12 +180,8 @@ protocol AttemptDriver: AnyObject, Sendable {
     interest = old.interest
     pendingPriority = old.pendingPriority
     waiters = old.waiters
-    slots = old.slots
-    waitingCount = old.waitingCount
     joinedCount = old.joinedCount
     old.waiters = WaiterList()
-    old.slots = [:]
-    old.waitingCount = 0
     old.interest = 0
   }
 

@@ -98,18 +98,21 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private var publishedProgress: Double
   private(set) var activity: Activity = .idle
   private var runID: UInt64 = 0
-  private var parked: [UInt64: Park] = [:]
+  /// Callers held at a pause point (paused, or waiting for a checkpoint to be stored).
+  private var parked = WaiterStore<Park>()
   /// The work's waits between units at a point the job can be stored from (a server job's wait
   /// for its next poll): a paused job counts as parked during them, and a resume ends them.
-  private var idleWaits: [UInt64: IdleWait] = [:]
+  private var idleWaits = WaiterStore<IdleWait>()
 
   /// One wait between units: whether a resume ended it, and the continuation of the child task
   /// that waits for that resume.
-  struct IdleWait: Sendable {
+  struct IdleWait: Sendable, WaiterStoreEntry {
     var woken = false
     var waiter: SettleWaiter?
+
+    var holdsContinuation: Bool { waiter != nil }
   }
-  private var settleWaiters: [UInt64: SettleWaiter] = [:]
+  private var settleWaiters = WaiterStore<SettleWaiter>()
   private var observers = JobObservers<Output>()
   /// Whether a store must confirm each checkpoint before the work goes past its next pause point
   /// (a ``JobManager`` holds the job).
@@ -182,8 +185,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
         launch(&effects)
       } else {
         if !awaitingDurability {
-          effects.resumeParked = Array(parked.values)
-          parked.removeAll()
+          effects.resumeParked = parked.takeAll().map(\.element)
         }
         wakeIdleWaits(&effects)  // a server job waiting for its next poll polls at once
       }
@@ -221,8 +223,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     case .started, .paused:
       setStatus(.canceling, &effects)
       effects.cancelRun = true
-      effects.cancelParked = Array(parked.values)
-      parked.removeAll()
+      effects.cancelParked = parked.takeAll().map(\.element)
       settle(&effects)
       return (.canceling, effects)
     case .canceling:
@@ -259,12 +260,12 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     guard !taskIsCancelled else { return (.cancel, effects) }
     switch status {
     case .started where awaitingDurability:
-      parked[id] = park
+      parked.append(park, id: id)
       return (.parked, effects)
     case .started:
       return (.proceed, effects)
     case .paused where activity != .idle:
-      parked[id] = park
+      parked.append(park, id: id)
       settle(&effects)
       return (.parked, effects)
     case .notStarted, .paused, .canceling, .succeeded, .failed:
@@ -275,7 +276,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// The task of a parked caller was cancelled: hands back its continuation unless something
   /// already resumed it.
   mutating func leavePausePoint(_ id: UInt64) -> Park? {
-    parked.removeValue(forKey: id)
+    parked.remove(id)
   }
 
   /// Run `runID` waits `message`'s backoff before running again. Returns `false` when the job is
@@ -305,7 +306,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// the job counts as parked (its checkpoint cannot change).
   mutating func beginIdleWait(_ id: UInt64) -> Effects {
     var effects = Effects()
-    idleWaits[id] = IdleWait()
+    idleWaits.append(IdleWait(), id: id)
     settle(&effects)
     return effects
   }
@@ -313,33 +314,32 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// The wait ended; hands back the continuation of its resume waiter if something left it there
   /// (the caller resumes it: every continuation is resumed once).
   mutating func endIdleWait(_ id: UInt64) -> SettleWaiter? {
-    idleWaits.removeValue(forKey: id)?.waiter
+    idleWaits.remove(id)?.waiter
   }
 
   /// The idle wait `id` waits for a resume. Returns `true` when it must not wait: it was resumed
   /// already, it ended, or the waiting task is cancelled.
   mutating func awaitIdleWake(_ id: UInt64, _ waiter: SettleWaiter, taskIsCancelled: Bool) -> Bool {
-    guard !taskIsCancelled, let wait = idleWaits[id], !wait.woken else { return true }
-    idleWaits[id]?.waiter = waiter
-    return false
+    guard !taskIsCancelled else { return true }
+    let waits = idleWaits.update(id) { wait in
+      if wait.woken { return false }
+      wait.waiter = waiter
+      return true
+    }
+    return waits != true
   }
 
   /// The task waiting for the resume of idle wait `id` was cancelled: hands back its continuation
   /// unless something already resumed it.
   mutating func takeIdleWake(_ id: UInt64) -> SettleWaiter? {
-    let waiter = idleWaits[id]?.waiter
-    idleWaits[id]?.waiter = nil
-    return waiter
+    idleWaits.update(id) { $0.waiter.take() } ?? nil
   }
 
   /// A resume ends every idle wait in progress.
   private mutating func wakeIdleWaits(_ effects: inout Effects) {
-    for id in idleWaits.keys {
-      idleWaits[id]?.woken = true
-      if let waiter = idleWaits[id]?.waiter {
-        effects.wakeIdle.append(waiter)
-        idleWaits[id]?.waiter = nil
-      }
+    idleWaits.updateEach { wait in
+      wait.woken = true
+      if let waiter = wait.waiter.take() { effects.wakeIdle.append(waiter) }
     }
   }
 
@@ -393,8 +393,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private mutating func releaseDurabilityWaiters() -> Effects {
     var effects = Effects()
     guard pausePointsOpen, !parked.isEmpty else { return effects }
-    effects.resumeParked = Array(parked.values)
-    parked.removeAll()
+    effects.resumeParked = parked.takeAll().map(\.element)
     return effects
   }
 
@@ -418,12 +417,12 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// Registers a caller of `waitUntilParked()`; returns `true` when it must not wait.
   mutating func addSettleWaiter(_ id: UInt64, _ waiter: SettleWaiter, taskIsCancelled: Bool) -> Bool {
     guard isUnsettled, !taskIsCancelled else { return true }
-    settleWaiters[id] = waiter
+    settleWaiters.append(waiter, id: id)
     return false
   }
 
   mutating func removeSettleWaiter(_ id: UInt64) -> SettleWaiter? {
-    settleWaiters.removeValue(forKey: id)
+    settleWaiters.remove(id)
   }
 
   // MARK: - Observers
@@ -477,8 +476,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     effects.changes.insert(.error)
     self.result = result
     effects.result = result
-    effects.cancelParked += parked.values
-    parked.removeAll()
+    effects.cancelParked += parked.takeAll().lazy.map(\.element)
     if observers.enqueue(.end(result)) { effects.drain = true }
     settle(&effects)
   }
@@ -514,7 +512,6 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// Resumes the settle waiters once the job no longer has unparked work while paused.
   private mutating func settle(_ effects: inout Effects) {
     guard !isUnsettled, !settleWaiters.isEmpty else { return }
-    effects.settled += settleWaiters.values
-    settleWaiters.removeAll()
+    effects.settled += settleWaiters.takeAll().lazy.map(\.element)
   }
 }
