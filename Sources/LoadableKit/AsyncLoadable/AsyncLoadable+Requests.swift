@@ -1,0 +1,202 @@
+import Observation
+import Synchronization
+
+// The request path of a loadable: a request decided by the machine under the lock, a caller
+// waiting for or joining the running attempt, an attempt launched on a task (or without one) and
+// ended. What the decisions return is carried out by the performer (Engine/AsyncLoadable+Perform.swift).
+extension AsyncLoadable {
+  /// Performs `request` and returns the content it ended with (`nil` when there is none).
+  @usableFromInline
+  nonisolated(nonsending) final func request(_ request: LoadRequest) async throws -> LoadStateMachine.Delivery {
+    try await self.request(request, from: AttemptContext.current)
+  }
+
+  /// Performs `request` for `context`'s attempt (a dependent waiting for this loadable), or for a
+  /// plain caller when `context` is `nil`.
+  nonisolated(nonsending) final func request(
+    _ request: LoadRequest, from context: AttemptContext?
+  ) async throws -> LoadStateMachine.Delivery {
+    let needsSync = request.asksNeedsSync ? self.needsSync : false
+    if let answer = withState({ $0.immediate(request, needsSync: needsSync) }) {
+      return try answer.get()
+    }
+    let waiterID = nextUniqueID()
+    guard let context else {
+      // A plain caller is one more party waiting: a key under a loader's limit ranks its load by
+      // whoever waits (SPEC §5).
+      guard callerWillWait(nil) else { return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil) }
+      defer { callerStoppedWaiting(nil) }
+      return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil)
+    }
+    try context.beginWait(on: self)
+    let ranked = callerWillWait(context)
+    defer {
+      if ranked { callerStoppedWaiting(context) }
+      context.endWait(on: self)
+    }
+    // Demand flows upstream: when the dependent's task is escalated (a claim on a key raised to
+    // visible, a higher-priority caller joining), the attempt it waits for is escalated too, and
+    // so on up the graph, each waiting attempt passing it on to the one it waits for. (Apple
+    // platforms before 26 have no escalation handler: there a dependency keeps the priority it
+    // started with.)
+    guard #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *) else {
+      return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: context)
+    }
+    return try await withTaskPriorityEscalationHandler {
+      try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: context)
+    } onPriorityEscalated: { _, priority in
+      // Called synchronously by the runtime, within the escalated task's status lock: a long chain
+      // must not escalate one level inside the other (the trampoline queues what is past 32).
+      Trampoline.run { self.escalateRunningAttempt(to: priority) }
+    }
+  }
+
+  /// Raises the priority of the running attempt's task (a task's priority is never lowered), or
+  /// passes it on through the attempt's driver.
+  final func escalateRunningAttempt(to priority: TaskPriority) {
+    withState { $0.escalate(to: priority) }.escalate(to: priority)
+  }
+
+  /// A caller joined the running attempt: raises its task's priority (or its driver's) to the
+  /// caller's, or has the attempt remember it until its task or driver is stored.
+  final func escalateJoined(_ runner: AttemptRunner) {
+    let priority = Task.currentPriority
+    if runner.isNone { return escalateRunningAttempt(to: priority) }
+    runner.escalate(to: priority)
+  }
+
+  /// Waits for the running attempt, joining it or starting one: the second half of
+  /// ``request(_:from:)``.
+  nonisolated(nonsending) private final func wait(
+    for request: LoadRequest, needsSync: Bool, waiterID: UInt64, from context: AttemptContext?
+  ) async throws -> LoadStateMachine.Delivery {
+    try await withTaskCancellationHandler {
+      defer { ContinuationHandoff.awaited() }
+      return try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine.Continuation) in
+        let (decision, event) = withState {
+          $0.decide(
+            request, needsSync: needsSync, waiter: (waiterID, .task(continuation)),
+            byDependent: context != nil, callerCancelled: Task.isCancelled)
+        }
+        switch decision {
+        case .content(let content): continuation.resume(returning: content)
+        case .failure(let error): continuation.resume(throwing: error)
+        case .joined(let runner): escalateJoined(runner)
+        case .none, .started: break
+        }
+        // Observers hear of `.loading` before the attempt starts, so that a fast attempt cannot
+        // resume its callers before the observers are told (this caller holds the delivery role).
+        AttemptContext.outside { deliver(event, contentChanged: false) }
+        if case .started(let attempt) = decision { launch(attempt, parent: context) }
+      }
+    } onCancel: {
+      withdrawWaiter(waiterID)
+    }
+  }
+
+  /// A waiter leaves before its answer: it alone is resumed with `CancellationError`, and an
+  /// attempt that nobody else wants any more is cancelled and put back as it was (SPEC §2). Does
+  /// nothing once the waiter was answered.
+  final func withdrawWaiter(_ waiterID: UInt64) {
+    let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
+    if let effects { perform(effects) }  // observers first, as everywhere
+    waiter?.resume(with: .failure(CancellationError()))
+  }
+
+  /// The non-async requests: completion handlers and fire-and-forget syncs.
+  final func submit(_ request: LoadRequest, completion: LoadStateMachine.Completion?) {
+    let needsSync = request.asksNeedsSync ? self.needsSync : false
+    let waiter = completion.map { (nextUniqueID(), LoadStateMachine.Waiter.completion($0)) }
+    let parent = LoadInstrumentation.isActive ? AttemptContext.current : nil  // for the instruments
+    let (decision, event) = withState {
+      $0.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
+    }
+    AttemptContext.outside {
+      deliver(event, contentChanged: false)
+      switch decision {
+      case .content: completion?(nil)
+      case .failure(let error): completion?(error)
+      case .joined, .none: break
+      // Started last, so that a fast attempt cannot call the completion handler while this call
+      // is still delivering the status change.
+      case .started(let attempt): launch(attempt, parent: parent)
+      }
+    }
+  }
+
+  /// Starts the task of a new attempt. The task keeps the loadable alive until it ends.
+  /// `parent` is the attempt that asked for it, if any (for the instruments); `priority` the
+  /// task's priority (`nil`: the caller's).
+  final func launch(
+    _ attempt: LoadStateMachine.Attempt, parent: AttemptContext? = nil, priority: RawPriority = .none
+  ) {
+    // Reports the start to the installed instruments; one atomic load when there are none.
+    let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
+    if priority.isNone && launchWithoutTask(attempt, probe: probe) { return }
+    let gated = runsOneAttemptAtATime
+    let task = TaskLaunch.start(priority: priority.taskPriority) {
+      // The gate is almost always free: taken without a continuation then.
+      if gated && !self.withState({ $0.tryEnterGate() }) {
+        await withUnsafeContinuation { continuation in
+          if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
+        }
+        ContinuationHandoff.awaited()
+      }
+      // An attempt cancelled while it waited for the gate does not run at all.
+      let result = await self.runAttempt(attempt, probe: probe)
+      // Its work returned: no attempt is this task's any more (see `alreadyOutside`).
+      AttemptContext.alreadyOutside { self.endAttempt(attempt, with: result, probe: probe, gated: gated) }
+    }
+    let (cancel, escalate) = withState { $0.attach(.task(task), to: attempt) }
+    escalate.ifSome { task.escalatePriority(to: $0) }
+    if cancel { task.cancel() }
+  }
+
+  /// The attempt's work returned `result`: it is committed (unless the attempt was cancelled
+  /// meanwhile), the gate goes to the next attempt, the instruments hear of it, and the callers
+  /// and observers are told.
+  final func endAttempt(
+    _ attempt: LoadStateMachine.Attempt, with result: Result<AnyContentBox, any Error>, probe: AttemptProbe?,
+    gated: Bool = true
+  ) {
+    let now = MonotonicInstant.now  // read before the lock: a clock read is some 30 ns
+    let (facts, effects, next) = withState { state in
+      (
+        probe.map { _ in state.instrumentationFacts(for: attempt) }, state.finish(attempt, with: result, now: now),
+        gated ? state.leaveGate() : nil
+      )
+    }
+    next?.handOff()
+    if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
+    perform(effects)
+  }
+
+  /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
+  /// visible to ``loadDependency(_:)``.
+  ///
+  /// The content comes back in its ``ContentBox``, as the state machine stores it: no
+  /// `Result<Content, …>` whose metadata the unspecialized code would look up at run time.
+  nonisolated(nonsending) final func runAttempt(
+    _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?
+  ) async -> Result<AnyContentBox, any Error> {
+    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
+    // One read: the context is published (so that a wait closing a cycle through this attempt
+    // can find it), and the dependencies and options this attempt runs with are taken.
+    let start = state.withLock(owner: self) { state -> (dependencies: [(loadable: any Loadable, kind: DependencyKind)], options: LoadOptions?)? in
+      guard state.attempt === attempt else { return nil }
+      attempt.context = context
+      return (state.extras?.dependencies ?? [], state.extras?.settings?.options)
+    }
+    guard let start else { return .failure(CancellationError()) }
+    defer { context.hasEnded.store(true, ordering: .releasing) }
+    return await AttemptContext.run(context) {
+      do {
+        try await loadDeclaredDependencies(start.dependencies, in: context)
+        guard let options = start.options else { return .success(ContentBox(try await performLoad())) }
+        return .success(ContentBox(try await options.run { try await self.performLoad() }))
+      } catch {
+        return .failure(error)
+      }
+    }
+  }
+}

@@ -1,0 +1,112 @@
+import Observation
+import Synchronization
+
+// The performer: the one place where what the machine's events returned is carried out, after the
+// lock, in the one order of effects (ThreadSafety guide): cancel the attempt's task or driver;
+// tell observers (Observation, status handlers and streams, then the subclass's status hook);
+// notify live views (content listeners) and let a live view apply changes that arrived during the
+// attempt; resume the waiters; release what the state let go of (the effects' `released`, when
+// they go out of scope).
+extension AsyncLoadable {
+  @usableFromInline
+  final func withState<R>(_ body: (inout LoadStateMachine) -> R) -> R {
+    state.withLock(owner: self) { state in
+      let result = body(&state)
+      statusMirror.store(state.status.code, ordering: .releasing)
+      if state.extras != nil && !hasExtras.load(ordering: .relaxed) { hasExtras.store(true, ordering: .releasing) }
+      if state.registrarBox != nil && !hasRegistrar.load(ordering: .relaxed) {
+        hasRegistrar.store(true, ordering: .releasing)
+      }
+      return result
+    }
+  }
+
+  /// `runsStatusHook`: `false` when the caller already knows of the change (a loader performing
+  /// effects it decided for its key, whose state it read under its own lock): then
+  /// ``statusDidChange()`` is not called.
+  final func perform(_ effects: LoadStateMachine.Effects, runsStatusHook: Bool = true) {
+    // Cancelling runs the task's cancellation handlers (or the driver's cancel) here, which may
+    // cascade to dependencies, on the trampoline.
+    effects.cancel.cancel()
+    // Observers and live derived loadables hear of the change before the callers resume, so a
+    // caller that returns from `fetch()` finds `map` results and status handlers up to date
+    // (unless another thread is delivering this loadable's notifications at that moment).
+    // Observers, listeners and completion handlers are user code: they must not run as part of
+    // an attempt that happens to be on this task (a `cancelLoad()` from inside `performLoad()`).
+    AttemptContext.outside { notifyAndResume(effects, runsStatusHook: runsStatusHook) }
+  }
+
+  private final func notifyAndResume(_ effects: LoadStateMachine.Effects, runsStatusHook: Bool) {
+    deliver(effects.event, contentChanged: effects.changedContent, runsStatusHook: runsStatusHook)
+    if effects.changedContent, case .success = effects.result {
+      notifyContentListeners()
+    }
+    if effects.endedAttempt { attemptDidEnd(committed: effects.attemptCommitted) }
+    for case let (_, waiter)? in effects.waiters {
+      waiter.resume(with: effects.result)
+    }
+  }
+
+  /// Tells the derived loadables that listen that the content changed. Deep chains are notified
+  /// through a trampoline so a long `map` chain cannot overflow the stack.
+  ///
+  /// One listener (a `map` over this loadable) is called as it is; several are copied out of the
+  /// lock into an array. They leave the lock in their ``ContentListener``s: a bare closure type
+  /// returned through the lock's generic result is wrapped in a reabstraction thunk on the way
+  /// out and another on the way back, two allocations per notification.
+  final func notifyContentListeners() {
+    let (one, several) = state.withLock(owner: self) { state -> (ContentListener?, [ContentListener]) in
+      guard let extras = state.extras, !extras.contentListeners.isEmpty else { return (nil, []) }
+      if let only = extras.contentListeners.only { return (only, []) }
+      return (nil, extras.contentListeners.all)
+    }
+    if let one {
+      Trampoline.run(one.call)
+    } else if !several.isEmpty {
+      Trampoline.run {
+        for listener in several { listener.call() }
+      }
+    }
+  }
+
+  final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
+    withState { state in
+      let id = nextUniqueID()
+      state.more.contentListeners.add(ContentListener(call: listener), id: id)
+      return id
+    }
+  }
+
+  final func removeContentListener(_ id: UInt64) {
+    _ = state.withLock(owner: self) { $0.extras?.contentListeners.remove(id) }
+  }
+
+  /// Notifies observers of a status change, outside the lock; then ``statusDidChange()``, unless
+  /// `runsStatusHook` is `false` (see ``perform(_:runsStatusHook:)``).
+  final func deliver(_ event: LoadStateMachine.StatusEvent?, contentChanged: Bool, runsStatusHook: Bool = true) {
+    guard event != nil || contentChanged else { return }
+    // No registrar yet means nobody has read an observable property, so nobody tracks one. (The
+    // flag is set under the lock that made the registrar, so a change made under the lock after
+    // that finds it set.) Read in its box: an `ObservationRegistrar?` (a resilient type of
+    // another module) is copied and destroyed through run-time value witnesses.
+    if hasRegistrar.load(ordering: .acquiring), let box = state.withLock(owner: self, { $0.registrarBox }) {
+      let registrar = box.registrar
+      let subject = ObservedProperties.shared
+      if event != nil { registrar.withMutation(of: subject, keyPath: ObservedProperties.loadStatus) {} }
+      if contentChanged || event?.status == .loaded {
+        registrar.withMutation(of: subject, keyPath: ObservedProperties.content) {}
+      }
+      if event != nil { registrar.withMutation(of: subject, keyPath: ObservedProperties.loadError) {} }
+    }
+    if event?.startDelivery == true { drainObservers() }
+    if runsStatusHook && event != nil { statusDidChange() }
+  }
+
+  final func drainObservers() {
+    while let batch = state.withLock(owner: self, { $0.extras?.observers.takeBatch() }) {
+      for (id, handler, status) in batch where state.withLock(owner: self, { $0.extras?.observers.entries[id] != nil }) {
+        handler(status)
+      }
+    }
+  }
+}
