@@ -88,6 +88,9 @@ struct AsyncLoadableTests {
     }
     loadable.load { error in completions.append(error is CancellationError) }
     await eventually { loadable.waiterCount == 101 }
+    // The attempt's work is running when the cancel comes (an attempt cancelled before its work
+    // starts never runs it, and there is no cancellation for the work to see).
+    try await control.waitForStart()
     loadable.cancelLoad()
     for waiter in waiters { _ = await waiter.result }
     #expect(outcomes.values == Array(repeating: true, count: 100))

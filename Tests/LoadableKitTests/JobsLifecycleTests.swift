@@ -66,8 +66,12 @@ struct JobsLifecycleTests {
     #expect(job.checkpoint?.next == 3)
     #expect(JobLedger[work.id].started == [0, 1, 2])
     #expect(job.status == .paused)
+    // Held again before unit 4, so the resumed work cannot finish before the status is read.
+    let releaseAt4 = JobLatch()
+    JobHooks.set(work.id, latchJobAt(4, arrived: JobLatch(), release: releaseAt4))
     #expect(job.start(), "start resumes a paused job")
     #expect(job.status == .started)
+    releaseAt4.open()
     #expect(try await job.output == work.expectedOutput)
     #expect(JobLedger[work.id].finished == [0, 1, 2, 3, 4, 5])
     #expect(JobLedger[work.id].runs == 1, "resuming a parked job continues the same run")

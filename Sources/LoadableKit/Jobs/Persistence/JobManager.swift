@@ -73,6 +73,9 @@ public final class JobManager: @unchecked Sendable {
     var writeAgain = false
     var isFlushScheduled = false
     var isRemoved = false
+    /// Callers of ``JobManager/remove(id:)`` waiting until the record is deleted — by the write
+    /// in progress on another thread when they came — with the deletion's error, if any.
+    var removalWaiters: [UnsafeContinuation<(any Error)?, Never>] = []
   }
 
   /// Creates a manager over `store` and restores every job in it.
@@ -345,9 +348,18 @@ public final class JobManager: @unchecked Sendable {
     release(entry)
     registrar.withMutation(of: self, keyPath: \.jobs) {}
     emit(.removed(id: id))
-    // The record goes through the job's writer, so a save in progress cannot bring it back.
-    entry.writer.withLock(owner: entry) { $0.isRemoved = true }
-    try write(entry)
+    // The record goes through the job's writer, so a save in progress cannot bring it back; and
+    // this call returns once the record is deleted, even when that save's writer deletes it.
+    let failure: (any Error)? = await withUnsafeContinuation { continuation in
+      let proceed = entry.writer.withLock(owner: entry) { writer -> Bool in
+        writer.isRemoved = true
+        writer.removalWaiters.append(continuation)
+        return claimWriter(&writer)
+      }
+      if proceed { _ = runWrites(entry) }  // answers `continuation` once the record is deleted
+    }
+    ContinuationHandoff.awaited()
+    if let failure { throw failure }
   }
 
   // MARK: - Events
@@ -443,15 +455,23 @@ public final class JobManager: @unchecked Sendable {
   /// a time per job; a caller that finds a write in progress asks the writer to write once more,
   /// so the last write always holds the newest state.
   private func write(_ entry: Entry) throws {
-    let proceed = entry.writer.withLock(owner: entry) { writer -> Bool in
-      if writer.isWriting {
-        writer.writeAgain = true
-        return false
-      }
-      writer.isWriting = true
-      return true
+    guard entry.writer.withLock(owner: entry, { claimWriter(&$0) }) else { return }
+    if let failure = runWrites(entry) { throw failure }
+  }
+
+  /// Makes the caller the job's writer, or asks the writer at work to write once more.
+  private func claimWriter(_ writer: inout Writer) -> Bool {
+    if writer.isWriting {
+      writer.writeAgain = true
+      return false
     }
-    guard proceed else { return }
+    writer.isWriting = true
+    return true
+  }
+
+  /// The writer's loop: writes (or deletes) until nobody asked for another write. Returns the
+  /// last write's error; a deletion also answers the callers of `remove(id:)` waiting for it.
+  private func runWrites(_ entry: Entry) -> (any Error)? {
     var failure: (any Error)?
     while true {
       let removed = entry.writer.withLock(owner: entry) { $0.isRemoved }
@@ -467,17 +487,22 @@ public final class JobManager: @unchecked Sendable {
       } catch {
         failure = error
       }
-      let again = entry.writer.withLock(owner: entry) { writer -> Bool in
+      let (again, removalWaiters) = entry.writer.withLock(owner: entry) { writer in
+        // The waiters that came before `removed` was read are answered by this deletion; one
+        // that came during it also asked for another write, which deletes again (harmlessly).
+        var waiters: [UnsafeContinuation<(any Error)?, Never>] = []
+        if removed { swap(&waiters, &writer.removalWaiters) }
         if writer.writeAgain {
           writer.writeAgain = false
-          return true
+          return (true, waiters)
         }
         writer.isWriting = false
-        return false
+        return (false, waiters)
       }
+      for waiter in removalWaiters { waiter.handOff(.success(failure)) }
       if !again { break }
     }
-    if let failure { throw failure }
+    return failure
   }
 }
 
