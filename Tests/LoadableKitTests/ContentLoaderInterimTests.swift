@@ -37,6 +37,9 @@ struct ContentLoaderInterimTests {
     source.resolve(1, "network", version: 2)
     await eventually { claim.snapshot.status == .loaded }
     #expect(await events.next(3) == ["loading(1)", "loadingWithPriorValue(1, disk, 1)", "loaded(1, network, 2)"])
+    // The claim's handler hears of the change after its snapshot shows it (it is called outside
+    // the loader's locks, possibly by another thread): wait for it before reading what it saw.
+    await eventually { seen.values.last?.hasPrefix("loaded") == true }
     #expect(distinct(seen.values) == ["loading - -", "loading disk 1", "loaded network 2"])
     #expect(loader.loadable(for: 1).content == "network")
     claim.end()
@@ -172,6 +175,9 @@ struct ContentLoaderInterimTests {
     #expect(describe(claim.snapshot) == "loading disk copy 1")
     network.resolve(1, "from the network", version: 2)
     await eventually { claim.snapshot.status == .loaded }
+    // The claim's handler hears of the change after its snapshot shows it (it is called outside
+    // the loader's locks, possibly by another thread): wait for it before reading what it saw.
+    await eventually { seen.values.last?.hasPrefix("loaded") == true }
     #expect(distinct(seen.values) == ["loading - -", "loading disk copy 1", "loaded from the network 2"])
     #expect(await diskCache.value(for: 1)?.version == 2)
     claim.end()
