@@ -2,8 +2,8 @@
 /// callback that stands in for one, waits in a `WaiterStore` until it is taken out to be resumed —
 /// an attempt's waiters (``RunningAttempt``), the tasks queued at a loadable's gate
 /// (``LoadableExtras``), a job's parked callers, idle waits and settle waiters
-/// (``JobStateMachine``), and the loads waiting for a slot of a `ContentLoader`'s limit
-/// (``LoadLimiter``).
+/// (``JobStateMachine``), the loads waiting for a slot of a `ContentLoader`'s limit
+/// (``LoadLimiter``), and the callers of `JobManager.remove(id:)` waiting for a record's deletion.
 ///
 /// Entries are keyed by a `UInt64` id (unique among the entries in the store) and kept in
 /// registration order. An entry leaves exactly once — by its id (``remove(_:)``), as the first

@@ -75,7 +75,7 @@ public final class JobManager: @unchecked Sendable {
     var isRemoved = false
     /// Callers of ``JobManager/remove(id:)`` waiting until the record is deleted — by the write
     /// in progress on another thread when they came — with the deletion's error, if any.
-    var removalWaiters: [UnsafeContinuation<(any Error)?, Never>] = []
+    var removalWaiters = WaiterStore<UnsafeContinuation<(any Error)?, Never>>()
   }
 
   /// Creates a manager over `store` and restores every job in it.
@@ -353,7 +353,7 @@ public final class JobManager: @unchecked Sendable {
     let failure: (any Error)? = await withUnsafeContinuation { continuation in
       let proceed = entry.writer.withLock(owner: entry) { writer -> Bool in
         writer.isRemoved = true
-        writer.removalWaiters.append(continuation)
+        writer.removalWaiters.append(continuation, id: nextUniqueID())
         return claimWriter(&writer)
       }
       if proceed { _ = runWrites(entry) }  // answers `continuation` once the record is deleted
@@ -490,8 +490,7 @@ public final class JobManager: @unchecked Sendable {
       let (again, removalWaiters) = entry.writer.withLock(owner: entry) { writer in
         // The waiters that came before `removed` was read are answered by this deletion; one
         // that came during it also asked for another write, which deletes again (harmlessly).
-        var waiters: [UnsafeContinuation<(any Error)?, Never>] = []
-        if removed { swap(&waiters, &writer.removalWaiters) }
+        let waiters = removed ? writer.removalWaiters.takeAll() : WaiterStore()
         if writer.writeAgain {
           writer.writeAgain = false
           return (true, waiters)
@@ -499,7 +498,7 @@ public final class JobManager: @unchecked Sendable {
         writer.isWriting = false
         return (false, waiters)
       }
-      for waiter in removalWaiters { waiter.handOff(.success(failure)) }
+      for case let (_, waiter) in removalWaiters { waiter.handOff(.success(failure)) }
       if !again { break }
     }
     return failure
