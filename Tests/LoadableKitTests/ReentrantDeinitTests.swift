@@ -92,6 +92,9 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
   /// A refresh supersedes a key's running load whose work ignores cancellation: the value that
   /// work returns at last is dropped (SPEC §5), after the loader's and the key's locks.
   case aSupersededKeysValueIsDropped
+  /// A key's interim values are let go of when a newer one, a local write or the load's result
+  /// takes their place, after the loader's and the key's locks.
+  case interimValuesAreReplaced
 
   func run() async {
     do {
@@ -235,6 +238,42 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
       control.resolve(2)
       await expect("the fresh value did not land") { claim.snapshot.value?.tag == 2 }
       claim.end()
+
+    case .interimValuesAreReplaced:
+      typealias Thumbnails = ContentLoader<Int, CallsBack, Int>
+      let loaders = WeakHolder<Thumbnails>()
+      let released = Counter()
+      let control = ControlledLoad<Int>()
+      // Its deinit reads the loader and the key's loadable, which take their locks.
+      let value: @Sendable (Int, Int) -> CallsBack = { key, tag in
+        CallsBack(tag) { [loaders] in
+          _ = loaders.object?.snapshot(for: key)
+          _ = loaders.object?.loadable(for: key).loadStatus
+          released.increment()
+        }
+      }
+      let loader = Thumbnails(
+        idleTimeout: nil,
+        load: { key, interim in
+          interim.deliver(value(key, 1), version: 1)
+          interim.deliver(value(key, 2), version: 2)  // takes the place of 1
+          let tag = try await control.operation()
+          return (value(key, tag), tag)
+        })
+      loaders.set(loader)
+      let written = loader.begin(1)
+      try await control.waitForStart(1)
+      await expect("an interim value a newer one replaced was not released") { released.count == 1 }
+      loader.set(value(1, 3), version: 3, for: 1)  // takes the place of 2
+      await expect("an interim value a local write replaced was not released") { released.count == 2 }
+      let loaded = loader.begin(2)
+      try await control.waitForStart(2)
+      await expect("key 2's first interim value was not released") { released.count == 3 }
+      control.resolve(4)  // the result takes the place of key 2's interim value 2
+      await expect("the result did not land") { loaded.snapshot.value?.tag == 4 }
+      await expect("an interim value the result replaced was not released") { released.count == 4 }
+      written.end()
+      loaded.end()
     }
   }
 }

@@ -371,14 +371,17 @@ extension ContentLoader {
 
     /// A local write (``ContentLoader/set(_:version:for:)``), under the version rule: `nil` when
     /// refused. Otherwise the loadable's effects — a running attempt superseded, its waiters
-    /// answered with the value — to perform after the locks, and the versions let go of.
-    func write(_ value: Value, version: Version, cost: Int, now: Duration) -> (LoadStateMachine.Effects, [Version])? {
+    /// answered with the value — to perform after the locks, the versions let go of, and the
+    /// interim value the write replaced: the caller holds the loader's lock, so it releases them
+    /// with its effects, after that lock too.
+    func write(
+      _ value: Value, version: Version, cost: Int, now: Duration
+    ) -> (LoadStateMachine.Effects, [Version], HeldInterim?)? {
       let box = ContentBox(value)
       // Under the loadable's lock, then the versions' (the order of `loadAndKeep`): no attempt
       // lands between the check and the write.
-      var droppedInterim: HeldInterim?
-      defer { _ = droppedInterim }  // released here, after the locks
-      return withState { state -> (LoadStateMachine.Effects, [Version])? in
+      return withState { state -> (LoadStateMachine.Effects, [Version], HeldInterim?)? in
+        var droppedInterim: HeldInterim?
         let content = state.content(as: Value.self)
         let dropped = versions.withLock(owner: self) {
           $0.write(
@@ -386,7 +389,7 @@ extension ContentLoader {
             dropped: &droppedInterim)
         }
         guard let dropped else { return nil }
-        return (state.write(box), dropped)
+        return (state.write(box), dropped, droppedInterim)
       }
     }
 

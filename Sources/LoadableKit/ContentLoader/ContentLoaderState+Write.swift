@@ -10,11 +10,13 @@ extension ContentLoaderState {
   ) -> Bool? {
     guard !isShutDown else { return false }
     guard let entry = entry(for: key, fresh: fresh, &effects) else { return nil }
-    guard let (entryEffects, dropped) = entry.write(value, version: version, cost: cost, now: loadedAt) else {
+    guard let (entryEffects, dropped, droppedInterim) = entry.write(value, version: version, cost: cost, now: loadedAt)
+    else {
       if entry.isInIndex { settle(entry, now: now, &effects) }
       return false
     }
     effects.released.versions.append(contentsOf: dropped)
+    if let droppedInterim { effects.released.interims.append(droppedInterim) }
     // The written value is newer than any refresh asked for before it.
     entry.isStale = false
     entry.refreshPending = false
