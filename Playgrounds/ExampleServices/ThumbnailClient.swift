@@ -22,6 +22,8 @@ public final class ThumbnailClient: ThumbnailServing {
     var log = ThumbnailLog()
     /// Answers (thumbnails or errors of the service) this client received.
     var answersReceived = 0
+    /// The requests in flight that are not held, by item: the server may not have them yet.
+    var unheldInFlight: [String: Int] = [:]
 
     mutating func adopt(_ newer: ThumbnailLog) -> Bool {
       guard newer.version > log.version else { return false }
@@ -76,7 +78,21 @@ public final class ThumbnailClient: ThumbnailServing {
   public func thumbnail(for itemID: String) async throws -> Thumbnail {
     let path = thumbnailPath(itemID)
     var headers = server.staging(for: path)
-    if state.withLock({ $0.holds.take(itemID) }) { headers["X-Hold"] = "true" }
+    let held = state.withLock { state in
+      let held = state.holds.take(itemID)
+      if !held { state.unheldInFlight[itemID, default: 0] += 1 }
+      return held
+    }
+    if held { headers["X-Hold"] = "true" }
+    defer {
+      if !held {
+        state.withLock { state in
+          state.unheldInFlight[itemID]! -= 1
+          if state.unheldInFlight[itemID] == 0 { state.unheldInFlight[itemID] = nil }
+        }
+        onChange()
+      }
+    }
     do {
       let thumbnail = try await client.get(Thumbnail.self, "/portal" + path, headers: headers)
       received()
@@ -124,6 +140,10 @@ public final class ThumbnailClient: ThumbnailServing {
       let counts = state.log.counts
       return counts.answered + counts.failed >= state.answersReceived
     }
+  }
+
+  public func isSendingUnheldRequest(for itemID: String) -> Bool {
+    state.withLock { $0.unheldInFlight[itemID] != nil }
   }
 
   private func admin(_ action: String, query: [URLQueryItem] = []) async throws -> AdminReply {

@@ -190,4 +190,11 @@ public final class ThumbnailService: ThumbnailServing {
 
   /// Always: this is the service itself.
   public var logIsCurrent: Bool { true }
+
+  /// Whether the log has a request for `itemID` in flight that is not held: it is the service
+  /// itself, so it has every request the process sent.
+  public func isSendingUnheldRequest(for itemID: String) -> Bool {
+    let log = log
+    return log.requests.contains { $0.itemID == itemID && $0.outcome == nil && !log.held.contains($0.number) }
+  }
 }

@@ -163,6 +163,10 @@ public protocol ThumbnailServing: Sendable {
   /// Whether ``log`` has every request this process got an answer to (over HTTP the log is a
   /// copy, which can lag behind).
   var logIsCurrent: Bool { get }
+  /// Whether this process has a request for `itemID` in flight that is not held: over HTTP, one
+  /// the server's log may not show yet. A load waiting on it is not waiting on a held request,
+  /// even while the log shows an older one for the item held.
+  func isSendingUnheldRequest(for itemID: String) -> Bool
 }
 
 extension ThumbnailServing {
