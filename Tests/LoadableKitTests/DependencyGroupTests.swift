@@ -128,6 +128,11 @@ struct DependencyGroupTests {
     let both = zip(layer, layer, layer.map { $0.uppercased() })
     let load = Task { try await both.fetch() }
     try await control.waitForStart()
+    // The layer's load starts as the zip registers its first wait: the zip's other wait and the
+    // map's join it only after that. Resolved before the map's attempt asks, the layer's refresh
+    // would be over, and the map's fetch would start another (SPEC §2: a derived loadable's
+    // attempt refreshes its parent, joining a refresh that runs) that nothing here resolves.
+    await eventually { layer.waiterCount == 3 }
     control.resolve("a")
     let (first, second, upper) = try await load.outcome
     #expect(first == "a" && second == "a" && upper == "A")
