@@ -15,6 +15,8 @@ struct AsyncLoadableTests {
         group.addTask { try await loadable.fetchIfNeeded() }
       }
       await eventually { loadable.waiterCount == callers }
+      // The attempt's task may not have called the operation yet when the last caller joined.
+      try await control.waitForStart()
       #expect(control.startCount == 1)
       control.resolve(7)
       var results = 0
