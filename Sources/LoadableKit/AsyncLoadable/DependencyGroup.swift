@@ -272,14 +272,13 @@ final class DependencyGroup: AttemptDriver {
   ///
   /// Each registered waiter arrives exactly once, so its edge ends here, under the lock that
   /// decides the outcome: once the caller resumes, no edge of an answered wait is left. The group
-  /// leaves its attempt's context with its last edge.
+  /// leaves its attempt's context with its last edge, and a node that ranks its load by its
+  /// waiters' demand hears that this wait ended, both before the outcome is handed on: as a
+  /// task's wait ends before the task goes on, no demand of a dependent that finished is left on
+  /// its dependency.
   func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
     var noEdgesLeft = false
     var ranked = false
-    defer {
-      if ranked { nodes[index].callerStoppedWaiting(context) }
-      if noEdgesLeft { context.endWaits(of: self) }
-    }
     let decision = state.withLock(owner: self) { state -> Decision? in
       guard case .pending(_, let isRanked) = state.waits[index] else { return nil }
       ranked = isRanked
@@ -303,6 +302,8 @@ final class DependencyGroup: AttemptDriver {
         return takeDecision(&state, .success(deliveries))
       }
     }
+    if ranked { nodes[index].callerStoppedWaiting(context) }
+    if noEdgesLeft { context.endWaits(of: self) }
     if let decision { finish(decision) }
   }
 
