@@ -313,6 +313,30 @@ struct KeyedUpstreamDemandTests {
     busy.end()
   }
 
+  /// A `map` over a key's loadable waits for it without a task (a dependency group, which ends
+  /// its attempt on the thread the key's load ends on): by the time the map's status says
+  /// loaded, its demand on the key is gone, as a task's wait ends before the task goes on. (The
+  /// group told the key only after handing its outcome on: the map's observer saw the demand
+  /// still there, every time.)
+  @Test func aMapsDemandOnTheKeyIsGoneWhenItsStatusSaysLoaded() async throws {
+    let rows = Rows()
+    let row = rows.items.loadable(for: "item t").map { "row of \($0)" }
+    let demandWhenLoaded = Recorder<Bool>()
+    let observation = row.observeLoadStatus { status in
+      if status == .loaded { demandWhenLoaded.append(rows.demandIsLeftOn("item t")) }
+    }
+    let busy = try await rows.holdTheSlot()
+    let load = Task { try await row.load() }
+    await eventually { rows.waitingForASlot == 1 }  // the item's load waits, with the map's demand
+    #expect(rows.demandIsLeftOn("item t"))
+    rows.busy.resolve(())
+    try await load.outcome
+    #expect(demandWhenLoaded.values == [false])
+    #expect(row.content == "row of item t")
+    observation.cancel()
+    busy.end()
+  }
+
   /// A plain caller of an item waits at the visible rank, as before: a prefetch-only dependent
   /// does not lower it.
   @Test func aPlainCallerKeepsTheUpstreamVisible() async throws {
