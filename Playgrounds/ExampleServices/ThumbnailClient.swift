@@ -22,8 +22,11 @@ public final class ThumbnailClient: ThumbnailServing {
     var log = ThumbnailLog()
     /// Answers (thumbnails or errors of the service) this client received.
     var answersReceived = 0
-    /// The requests in flight that are not held, by item: the server may not have them yet.
-    var unheldInFlight: [String: Int] = [:]
+    /// The requests whose loads wait for them, by a number of this client's: their item and
+    /// whether they were sent to be held. A request leaves when its call returns, or at once
+    /// when its task is cancelled: the server hears of that a moment later.
+    var inFlight: [Int: (itemID: String, held: Bool)] = [:]
+    var lastCall = 0
 
     mutating func adopt(_ newer: ThumbnailLog) -> Bool {
       guard newer.version > log.version else { return false }
@@ -78,21 +81,25 @@ public final class ThumbnailClient: ThumbnailServing {
   public func thumbnail(for itemID: String) async throws -> Thumbnail {
     let path = thumbnailPath(itemID)
     var headers = server.staging(for: path)
-    let held = state.withLock { state in
+    let (call, held) = state.withLock { state in
       let held = state.holds.take(itemID)
-      if !held { state.unheldInFlight[itemID, default: 0] += 1 }
-      return held
+      state.lastCall += 1
+      state.inFlight[state.lastCall] = (itemID, held)
+      return (state.lastCall, held)
     }
     if held { headers["X-Hold"] = "true" }
-    defer {
-      if !held {
-        state.withLock { state in
-          state.unheldInFlight[itemID]! -= 1
-          if state.unheldInFlight[itemID] == 0 { state.unheldInFlight[itemID] = nil }
-        }
-        onChange()
-      }
+    @Sendable func leave() {
+      if state.withLock({ $0.inFlight.removeValue(forKey: call) }) != nil { onChange() }
     }
+    defer { leave() }
+    return try await withTaskCancellationHandler {
+      try await get(path, headers: headers)
+    } onCancel: {
+      leave()
+    }
+  }
+
+  private func get(_ path: String, headers: [String: String]) async throws -> Thumbnail {
     do {
       let thumbnail = try await client.get(Thumbnail.self, "/portal" + path, headers: headers)
       received()
@@ -135,15 +142,26 @@ public final class ThumbnailClient: ThumbnailServing {
 
   /// Whether ``log`` counts every answer this client received: the server logs a request's
   /// outcome before it sends the answer, so a log without it is not the newest yet.
+  /// ... and whether it shows no request held that this client no longer waits for: a load
+  /// cancelled while its request was held (superseded, scrolled away) ends the request here at
+  /// once, and on the server when it sees the client go away. Until then, a release of the held
+  /// requests would answer it.
   public var logIsCurrent: Bool {
     state.withLock { state in
       let counts = state.log.counts
-      return counts.answered + counts.failed >= state.answersReceived
+      guard counts.answered + counts.failed >= state.answersReceived else { return false }
+      var heldHere: [String: Int] = [:]
+      for call in state.inFlight.values where call.held { heldHere[call.itemID, default: 0] += 1 }
+      var heldThere: [String: Int] = [:]
+      for request in state.log.requests where state.log.held.contains(request.number) {
+        heldThere[request.itemID, default: 0] += 1
+      }
+      return heldThere.allSatisfy { item, count in count <= heldHere[item, default: 0] }
     }
   }
 
   public func isSendingUnheldRequest(for itemID: String) -> Bool {
-    state.withLock { $0.unheldInFlight[itemID] != nil }
+    state.withLock { $0.inFlight.values.contains { $0.itemID == itemID && !$0.held } }
   }
 
   private func admin(_ action: String, query: [URLQueryItem] = []) async throws -> AdminReply {

@@ -160,8 +160,9 @@ public protocol ThumbnailServing: Sendable {
   func uploadNewThumbnail(for itemID: String) async throws -> Int
   /// The request log, as the service keeps it.
   var log: ThumbnailLog { get }
-  /// Whether ``log`` has every request this process got an answer to (over HTTP the log is a
-  /// copy, which can lag behind).
+  /// Whether ``log`` has every request this process got an answer to, and no request held that
+  /// this process stopped waiting for (over HTTP the log is a copy, which can lag behind, and the
+  /// server hears of a cancel a moment after it).
   var logIsCurrent: Bool { get }
   /// Whether this process has a request for `itemID` in flight that is not held: over HTTP, one
   /// the server's log may not show yet. A load waiting on it is not waiting on a held request,
