@@ -22,10 +22,10 @@ public final class ThumbnailClient: ThumbnailServing {
     var log = ThumbnailLog()
     /// Answers (thumbnails or errors of the service) this client received.
     var answersReceived = 0
-    /// The requests whose loads wait for them, by a number of this client's: their item and
-    /// whether they were sent to be held. A request leaves when its call returns, or at once
-    /// when its task is cancelled: the server hears of that a moment later.
-    var inFlight: [Int: (itemID: String, held: Bool)] = [:]
+    /// The held requests whose loads wait for them, by a number of this client's: their items.
+    /// A request leaves when its call returns, or at once when its task is cancelled: the server
+    /// hears of that a moment later.
+    var heldInFlight: [Int: String] = [:]
     var lastCall = 0
 
     mutating func adopt(_ newer: ThumbnailLog) -> Bool {
@@ -81,15 +81,16 @@ public final class ThumbnailClient: ThumbnailServing {
   public func thumbnail(for itemID: String) async throws -> Thumbnail {
     let path = thumbnailPath(itemID)
     var headers = server.staging(for: path)
-    let (call, held) = state.withLock { state in
-      let held = state.holds.take(itemID)
+    let call = state.withLock { state -> Int? in
+      guard state.holds.take(itemID) else { return nil }
       state.lastCall += 1
-      state.inFlight[state.lastCall] = (itemID, held)
-      return (state.lastCall, held)
+      state.heldInFlight[state.lastCall] = itemID
+      return state.lastCall
     }
-    if held { headers["X-Hold"] = "true" }
+    guard let call else { return try await get(path, headers: headers) }
+    headers["X-Hold"] = "true"
     @Sendable func leave() {
-      if state.withLock({ $0.inFlight.removeValue(forKey: call) }) != nil { onChange() }
+      if state.withLock({ $0.heldInFlight.removeValue(forKey: call) }) != nil { onChange() }
     }
     defer { leave() }
     return try await withTaskCancellationHandler {
@@ -140,28 +141,23 @@ public final class ThumbnailClient: ThumbnailServing {
   /// The server's log, as of its last change this client heard of.
   public var log: ThumbnailLog { state.withLock { $0.log } }
 
-  /// Whether ``log`` counts every answer this client received: the server logs a request's
-  /// outcome before it sends the answer, so a log without it is not the newest yet.
-  /// ... and whether it shows no request held that this client no longer waits for: a load
-  /// cancelled while its request was held (superseded, scrolled away) ends the request here at
-  /// once, and on the server when it sees the client go away. Until then, a release of the held
-  /// requests would answer it.
+  /// Whether ``log`` counts every answer this client received (the server logs a request's
+  /// outcome before it sends the answer, so a log without it is not the newest yet), and holds no
+  /// request this client stopped waiting for: a load cancelled while its request was held
+  /// (superseded, scrolled away) ends the request here at once, and on the server when it sees
+  /// the client go away. Until then, a release of the held requests would answer it.
   public var logIsCurrent: Bool {
     state.withLock { state in
       let counts = state.log.counts
       guard counts.answered + counts.failed >= state.answersReceived else { return false }
       var heldHere: [String: Int] = [:]
-      for call in state.inFlight.values where call.held { heldHere[call.itemID, default: 0] += 1 }
+      for itemID in state.heldInFlight.values { heldHere[itemID, default: 0] += 1 }
       var heldThere: [String: Int] = [:]
       for request in state.log.requests where state.log.held.contains(request.number) {
         heldThere[request.itemID, default: 0] += 1
       }
       return heldThere.allSatisfy { item, count in count <= heldHere[item, default: 0] }
     }
-  }
-
-  public func isSendingUnheldRequest(for itemID: String) -> Bool {
-    state.withLock { $0.inFlight.values.contains { $0.itemID == itemID && !$0.held } }
   }
 
   private func admin(_ action: String, query: [URLQueryItem] = []) async throws -> AdminReply {

@@ -164,10 +164,6 @@ public protocol ThumbnailServing: Sendable {
   /// this process stopped waiting for (over HTTP the log is a copy, which can lag behind, and the
   /// server hears of a cancel a moment after it).
   var logIsCurrent: Bool { get }
-  /// Whether this process has a request for `itemID` in flight that is not held: over HTTP, one
-  /// the server's log may not show yet. A load waiting on it is not waiting on a held request,
-  /// even while the log shows an older one for the item held.
-  func isSendingUnheldRequest(for itemID: String) -> Bool
 }
 
 extension ThumbnailServing {

@@ -107,12 +107,7 @@ final class ThumbnailList {
     for cell in visible {
       let frames = cell.frames
       guard let last = frames.last else { return "row \(cell.row)'s first frame" }
-      // Loading, it waits on a held request only if it sent no other: over HTTP, a refresh's
-      // request may not have reached the server while the log still shows an older one held.
-      let id = cell.item.id
-      if last.status == .loading && (!service.isHolding(id) || service.isSendingUnheldRequest(for: id)) {
-        return "row \(cell.row)'s thumbnail"
-      }
+      if last.status == .loading && !service.isHolding(cell.item.id) { return "row \(cell.row)'s thumbnail" }
       // The cell has drawn what the loader holds now. A change a call makes — a refresh starting
       // a load, a load starting when the one before it ends — is delivered by whichever thread is
       // delivering at that moment, maybe after the call returned: until then the cell's frames
