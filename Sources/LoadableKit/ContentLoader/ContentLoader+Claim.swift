@@ -16,10 +16,11 @@ extension ContentLoader {
     public let key: Key
     @usableFromInline let loader: ContentLoader
     @usableFromInline let id: UInt64
-    /// The key's entry while the claim is active; `nil` once it ended.
-    @usableFromInline var entry: KeyedLoadable?
+    /// The key's entry while the claim is active; `nil` once it ended. Under the loader's lock,
+    /// as `rank` is: no dynamic exclusivity checks (see `KeyedLoadable`).
+    @exclusivity(unchecked) @usableFromInline var entry: KeyedLoadable?
     /// The claim's priority, under the loader's lock.
-    @usableFromInline var rank: ClaimPriority
+    @exclusivity(unchecked) @usableFromInline var rank: ClaimPriority
     /// Reports the claim to the instruments; `nil` when none is installed.
     @usableFromInline let probe: ClaimProbe?
     /// Set, under the loader's lock, when the claim ends: its `deinit` then has nothing to do and

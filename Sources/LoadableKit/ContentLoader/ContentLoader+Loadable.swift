@@ -223,49 +223,51 @@ extension ContentLoader {
     let clock: Timeline?
     let costOf: (@Sendable (Value) -> Int)?
 
-    // Under the loader's lock:
-    @usableFromInline var claimCount = 0
+    // Under the loader's lock, so without the dynamic exclusivity checks (each access to a class's
+    // stored `var` costs a check otherwise, about 90 instructions; a claim's begin and end made
+    // six):
+    @exclusivity(unchecked) @usableFromInline var claimCount = 0
     /// How many claims there are at each ``ClaimPriority``.
-    @usableFromInline var claimsAt = PriorityCounts()
+    @exclusivity(unchecked) @usableFromInline var claimsAt = PriorityCounts()
     /// Who else waits for the running load, by demand, under a load limit (`ContentLoader+Demand`).
-    var waiting: WaitingDemand?
+    @exclusivity(unchecked) var waiting: WaitingDemand?
     /// How many times ``loadPriority`` changed: orders the demand this key passes upstream.
-    var demandVersion: UInt64 = 0
+    @exclusivity(unchecked) var demandVersion: UInt64 = 0
     /// What the value shown costs, as counted in the loader's total.
-    var cost = 0
+    @exclusivity(unchecked) var cost = 0
     /// The observers of the claims that have some, by claim.
-    @usableFromInline var sinks: [UInt64: [ClaimSink]] = [:]
+    @exclusivity(unchecked) @usableFromInline var sinks: [UInt64: [ClaimSink]] = [:]
     /// `!sinks.isEmpty`, kept beside it: asking the dictionary, unspecialized, looks up the
     /// metadata of its element type, on every change of the key.
-    var hasSinks = false
+    @exclusivity(unchecked) var hasSinks = false
     /// Handed out by ``ContentLoader/loadable(for:)`` (set under the loader's lock, read in
     /// `deinit`, which takes no lock).
     let wasHandedOut = Atomic<Bool>(false)
     /// The attempt in which the claims hold interest.
-    var held: LoadStateMachine.Attempt?
-    var graceTimer: GraceTimer?
-    var shown: Shown?
+    @exclusivity(unchecked) var held: LoadStateMachine.Attempt?
+    @exclusivity(unchecked) var graceTimer: GraceTimer?
+    @exclusivity(unchecked) var shown: Shown?
     /// Refreshed since the value was loaded: the next first claim loads again.
-    var isStale = false
+    @exclusivity(unchecked) var isStale = false
     /// A local write set the content: the next sync tells it as a load's result.
-    var wrote = false
+    @exclusivity(unchecked) var wrote = false
     /// ``ContentLoader/remove(_:)`` dropped the value: the next sync tells the fresh load, even
     /// one that superseded a load already shown.
-    var forgot = false
+    @exclusivity(unchecked) var forgot = false
     /// A refresh came while an attempt ran: start another when it ends, if still claimed.
-    var refreshPending = false
+    @exclusivity(unchecked) var refreshPending = false
     /// Loader-wide marks of the last refresh and of when the running attempt was first seen: only
     /// an attempt seen after the refresh makes the key fresh again.
-    var refreshMark: UInt64 = 0
-    var attemptMark: UInt64 = 0
-    var isInIndex = false
+    @exclusivity(unchecked) var refreshMark: UInt64 = 0
+    @exclusivity(unchecked) var attemptMark: UInt64 = 0
+    @exclusivity(unchecked) var isInIndex = false
     // The idle list (least recently used first).
-    var isIdleLinked = false
+    @exclusivity(unchecked) var isIdleLinked = false
     /// On the list of idle entries with nothing to show.
-    var isIdleEmpty = false
-    var idleSince: Duration = .zero
-    var newer: KeyedLoadable?
-    var older: KeyedLoadable?
+    @exclusivity(unchecked) var isIdleEmpty = false
+    @exclusivity(unchecked) var idleSince: Duration = .zero
+    @exclusivity(unchecked) var newer: KeyedLoadable?
+    @exclusivity(unchecked) var older: KeyedLoadable?
 
     init(
       loader: ContentLoader, key: Key, prior: (value: Value, version: Version)?,
