@@ -154,6 +154,29 @@ struct ContentLoaderInterimTests {
     again.end()
   }
 
+  /// An `InterimValues` kept after its load returned holds nothing: the key's entry, evicted,
+  /// goes with its value, and a delivery through it is ignored.
+  @Test func interimValuesKeptPastTheirLoadDoNotKeepTheKey() async throws {
+    let control = ControlledLoad<Tracked>()
+    let released = Counter()
+    let kept = Recorder<ContentLoader<Int, Tracked, Int>.InterimValues>()
+    let loader = ContentLoader<Int, Tracked, Int>(maximumIdleCount: 0) { _, interim in
+      kept.append(interim)
+      return (try await control.operation(), 2)
+    }
+    let claim = loader.begin(1)
+    try await control.waitForStart()
+    control.resolve(Tracked(released))
+    await eventually { claim.snapshot.status == .loaded }
+    claim.end()  // evicted at once: no idle entries are kept
+    #expect(loader.count == 0)
+    // The attempt's task lets go of the entry a moment after its result was seen (see
+    // `ContentLoaderTests.evictionReleasesTheValueEvenWhileAnEndedClaimIsHeld`).
+    await eventually { released.count == 1 }
+    #expect(!kept.values[0].deliver(Tracked(Counter()), version: 3))
+    #expect(loader.snapshot(for: 1) == nil)
+  }
+
   /// The guide's example ("Interim values"): a disk cache read asynchronously before the network.
   @Test func aDiskCacheReadBeforeTheNetwork() async {
     let network = KeyedSource()

@@ -1,3 +1,5 @@
+import Synchronization
+
 extension ContentLoader {
   /// Where a key's load delivers values before its result: a disk copy read asynchronously, a
   /// low-resolution preview. Given to the `load` closure of
@@ -17,15 +19,11 @@ extension ContentLoader {
   /// ignored, never shown. The key's loadable (``ContentLoader/loadable(for:)``) does not hold
   /// interim values as content, only the result.
   ///
-  /// It holds its key's entry weakly, and may be used from any thread or task.
+  /// It holds its key's entry only until the load returns, and may be used from any thread or
+  /// task.
   public struct InterimValues: Sendable {
-    weak var entry: KeyedLoadable?
+    let link: InterimLink
     let attempt: UInt64?
-
-    init(entry: KeyedLoadable, attempt: UInt64?) {
-      self.entry = entry
-      self.attempt = attempt
-    }
 
     /// Shows `value`, with its version, as the key's value while its load runs.
     ///
@@ -38,7 +36,36 @@ extension ContentLoader {
     ///   value the key shows, or too late (the load returned, was cancelled or was superseded).
     @discardableResult
     public func deliver(_ value: Value, version: Version) -> Bool {
-      entry?.deliverInterim(value, version: version, attempt: attempt) ?? false
+      link.entry?.deliverInterim(value, version: version, attempt: attempt) ?? false
+    }
+  }
+
+  /// The data source's load: the closure of the initializer it was given to, called as it is (no
+  /// wrapper closure a load).
+  enum DataSourceLoad: Sendable {
+    case plain(@Sendable (Key) async throws -> (value: Value, version: Version))
+    case withInterimValues(@Sendable (Key, InterimValues) async throws -> (value: Value, version: Version))
+  }
+
+  /// How ``InterimValues`` reaches its key's entry: strongly, while the load runs (its task holds
+  /// the entry then anyway), and not at all once it returned.
+  ///
+  /// Not a `weak` reference: the first weak reference to an object gives it a side table, an
+  /// allocation, and every retain and release of it from then on takes the runtime's slow path
+  /// (about 50 instructions more each; a claim's begin and end retain and release its key's entry).
+  final class InterimLink: Sendable {
+    private let held: Mutex<KeyedLoadable?>
+
+    init(_ entry: KeyedLoadable) { held = Mutex(entry) }
+
+    var entry: KeyedLoadable? { held.withLock(owner: self) { $0 } }
+
+    /// Lets go of the entry; returned to be released by the caller, after this lock.
+    func cut() -> KeyedLoadable? {
+      held.withLock(owner: self) { entry in
+        defer { entry = nil }
+        return entry
+      }
     }
   }
 }

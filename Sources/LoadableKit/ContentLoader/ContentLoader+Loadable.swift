@@ -216,7 +216,7 @@ extension ContentLoader {
   @usableFromInline
   final class KeyedLoadable: AsyncLoadable<Value>, @unchecked Sendable {
     @usableFromInline let key: Key
-    let loadValue: @Sendable (Key, InterimValues) async throws -> (value: Value, version: Version)
+    let loadValue: DataSourceLoad
     weak var loader: ContentLoader?
     @usableFromInline let versions: Mutex<Versions>
     /// The loader's timeline, when values go stale by age.
@@ -271,7 +271,7 @@ extension ContentLoader {
 
     init(
       loader: ContentLoader, key: Key, prior: (value: Value, version: Version)?,
-      load: @escaping @Sendable (Key, InterimValues) async throws -> (value: Value, version: Version), clock: Timeline?,
+      load: DataSourceLoad, clock: Timeline?,
       cost: (@Sendable (Value) -> Int)?
     ) {
       self.key = key
@@ -353,7 +353,17 @@ extension ContentLoader {
     /// current one (SPEC §5), must not put its version in the place of the one the current attempt
     /// records. Its result is dropped anyway; it throws `CancellationError` instead.
     func loadAndKeep(attempt: UInt64?) async throws -> Value {
-      let loaded = try await loadValue(key, InterimValues(entry: self, attempt: attempt))
+      let loaded: (value: Value, version: Version)
+      switch loadValue {
+      case .plain(let load):
+        loaded = try await load(key)
+      case .withInterimValues(let load):
+        // The link holds this loadable only until the closure returns; a delivery after that is
+        // not shown anyway (the version table marks the load returned).
+        let link = InterimLink(self)
+        defer { _ = link.cut() }
+        loaded = try await load(key, InterimValues(link: link, attempt: attempt))
+      }
       let now = clock?.now() ?? .zero
       let loadedCost = costOf?(loaded.value) ?? 0
       // Under the loadable's lock, so that no other attempt becomes current between the check and

@@ -53,7 +53,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   @usableFromInline typealias State = ContentLoaderState<Key, Value, Version>
 
   @usableFromInline let state: Mutex<State>
-  let loadValue: @Sendable (Key, InterimValues) async throws -> (value: Value, version: Version)
+  let loadValue: DataSourceLoad
   let existingValue: @Sendable (Key) -> (value: Value, version: Version)?
   let timeline: Timeline
   let gracePeriod: Duration
@@ -150,7 +150,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       name: name, gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: maximumIdleCount,
       staleAfter: staleAfter, maximumConcurrentLoads: maximumConcurrentLoads, cost: cost,
       totalCostLimit: totalCostLimit, loadOptions: loadOptions, clock: clock, instrument: instrument,
-      taskExecutor: taskExecutor, existingValue: existingValue, load: { key, _ in try await load(key) })
+      taskExecutor: taskExecutor, existingValue: existingValue, load: .plain(load))
   }
 
   /// Creates a loader whose loads can show values before their results: a disk copy read
@@ -173,7 +173,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// ``LoadStatus/loading``, under the version rule: one not newer than the value the key shows
   /// is dropped, and so is a result not newer than the interim value shown (the load then ends
   /// with the interim value as its result). See <doc:LoadingKeyedContent>.
-  public init(
+  public convenience init(
     name: String = "ContentLoader",
     gracePeriod: Duration = .zero,
     idleTimeout: Duration? = .seconds(300),
@@ -188,6 +188,29 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     taskExecutor: (any TaskExecutor)? = nil,
     existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
     load: @escaping @Sendable (Key, InterimValues) async throws -> (value: Value, version: Version)
+  ) {
+    self.init(
+      name: name, gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: maximumIdleCount,
+      staleAfter: staleAfter, maximumConcurrentLoads: maximumConcurrentLoads, cost: cost,
+      totalCostLimit: totalCostLimit, loadOptions: loadOptions, clock: clock, instrument: instrument,
+      taskExecutor: taskExecutor, existingValue: existingValue, load: .withInterimValues(load))
+  }
+
+  init(
+    name: String = "ContentLoader",
+    gracePeriod: Duration = .zero,
+    idleTimeout: Duration? = .seconds(300),
+    maximumIdleCount: Int = 500,
+    staleAfter: Duration? = nil,
+    maximumConcurrentLoads: Int? = nil,
+    cost: (@Sendable (Value) -> Int)? = nil,
+    totalCostLimit: Int? = nil,
+    loadOptions: LoadOptions? = nil,
+    clock: any Clock<Duration> = ContinuousClock(),
+    instrument: (any LoadInstrument)? = nil,
+    taskExecutor: (any TaskExecutor)? = nil,
+    existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
+    load: DataSourceLoad
   ) {
     let gracePeriod = max(gracePeriod, .zero)
     let idleTimeout = idleTimeout.map { max($0, .zero) }
