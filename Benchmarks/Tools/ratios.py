@@ -209,21 +209,28 @@ def build(data):
             if baseline:
                 ba, bb = p50(f"{baseline} ×{small}"), p50(f"{baseline} ×{big}")
                 base_total = ratio(None if bb is None else bb * big, None if ba is None else ba * small)
-            limit = 1.1 * big / small  # 10× the size ≤ 11× the time
+            # SPEC: 10× the size ≤ 11× the time, or ≤ 1.15× the baseline's own growth in the same
+            # run (where caches make the baseline grow too).
+            limit = 1.1 * big / small
+            target = f"≤ {limit:g}×"
+            if base_total is not None:
+                limit = max(limit, 1.15 * base_total)
+                target = f"≤ {1.1 * big / small:g}× or ≤ 1.15× the baseline's ({limit:.3g}×)"
             rows.append(Row(f"{title}: time for {small:,} → {big:,}" + (" (baseline's own growth)" if baseline else ""),
                             fmt_ratio(total), fmt_ratio(base_total) if baseline else "", "",
-                            f"≤ {limit:g}×", total, limit))
+                            target, total, limit))
 
     section("4. Pipelines")
     growth("`map` chain, load (baseline: a chain of as many tasks)", "Pipeline map chain load", (100, 1000, 10000),
-           "node", "Pipeline task chain baseline", 3, (100, 1000))
+           "node", "Pipeline task chain baseline", 1.5, (100, 1000))
     growth("`zip`, load (baseline: a task group of as many closures)", "Pipeline zip load", (100, 1000, 10000),
-           "input", "Pipeline task group baseline", 3, (1000, 10000))
+           "input", "Pipeline task group baseline", 1.5, (1000, 10000))
 
     section("5. ContentLoader")
     versus("claim begin+end on a loaded key ÷ a `Mutex`-protected claim count", p50("ContentLoader claim begin+end ×1000"),
-           p50("ContentLoader baseline Mutex claim count ×1000"), 10)
-    growth("key churn", "ContentLoader churn", (100, 1000, 10000), "key")
+           p50("ContentLoader baseline Mutex claim count ×1000"), 3)
+    growth("key churn (baseline: the same scroll over a `Mutex`-protected dictionary of tasks)", "ContentLoader churn",
+           (100, 1000, 10000), "key", "ContentLoader churn baseline Mutex dictionary of tasks", 3, (100, 1000, 10000))
     growth("key churn (older sizes)", "ContentLoader churn", (500, 5000), "key")
     growth("key churn, claimed at the loads' priority", "ContentLoader churn at the loads' priority",
            (100, 1000, 10000), "key")
@@ -254,15 +261,16 @@ def build(data):
     for call in ("load", "retryLoad"):
         for where, prefix in (("nonisolated", ""), ("from `@MainActor`", "MainActor ")):
             versus(f"`{call}()` {where} ÷ hand-written memos",
-                   p50(f"Graph {call} {prefix}LoadableKit ×152"), p50(f"Graph {call} {prefix}hand-written memos ×152"))
+                   p50(f"Graph {call} {prefix}LoadableKit ×152"), p50(f"Graph {call} {prefix}hand-written memos ×152"),
+                   1.5)
 
     section("9. 100,000 keys claimed, loaded and released (per key; baseline: a `Mutex`-protected dictionary of tasks)")
     K = 100000
     for where, prefix in (("nonisolated", ""), ("from `@MainActor`", "MainActor ")):
         versus(f"claim + load + release, {where}", p50(f"Keys claim+load+release {prefix}ContentLoader ×{K}"),
-               p50(f"Keys claim+load+release {prefix}Mutex dictionary of tasks ×{K}"))
+               p50(f"Keys claim+load+release {prefix}Mutex dictionary of tasks ×{K}"), 3)
     versus("peak resident memory, all claimed and loaded", p50(f"Keys peak memory ContentLoader ×{K}", "MemoryΔ(residentpeak)"),
-           p50(f"Keys peak memory Mutex dictionary of tasks ×{K}", "MemoryΔ(residentpeak)"),
+           p50(f"Keys peak memory Mutex dictionary of tasks ×{K}", "MemoryΔ(residentpeak)"), 1,
            fmt=lambda x: fmt_num(x, " B"))
     return rows
 

@@ -5,7 +5,8 @@
 // - scroll churn: keys 0..<N are claimed in order, 20 visible at a time (the claim of key k ends
 //   when key k+20 is claimed), as a list scrolling past N rows; every claim starts a load that the
 //   end of the claim cancels (or that finishes first). Per key, at 100, 500, 1,000, 5,000 and
-//   10,000 keys (the SPEC's growth rule is 100 → 1,000 → 10,000; 500 and 5,000 are the older rows).
+//   10,000 keys (the SPEC's growth rule is 100 → 1,000 → 10,000; 500 and 5,000 are the older rows),
+//   against the same scroll over a `Mutex`-protected dictionary of tasks (`TaskTable`).
 
 import Benchmark
 import LoadableKit
@@ -45,6 +46,31 @@ func registerContentLoaderBenchmarks() {
   for keys in [100, 500, 1_000, 5_000, 10_000] {
     Benchmark("ContentLoader churn ×\(keys)", configuration: configuration) { benchmark in
       try await scrollChurn(keys: keys, benchmark)
+    }
+  }
+
+  // The baseline (SPEC: key churn ≤ 3× a `Mutex`-protected dictionary of tasks): the same scroll
+  // over `TaskTable` (ContentLoaderKeys.swift), each key's task the same 1 ms load at the
+  // priority of a visible claim's load, cancelled by the end of its last claim.
+  for keys in [100, 1_000, 10_000] {
+    Benchmark("ContentLoader churn baseline Mutex dictionary of tasks ×\(keys)", configuration: configuration) {
+      benchmark in
+      let table = TaskTable(priority: .userInitiated) { key in
+        try await Task.sleep(for: .milliseconds(1))
+        return key
+      }
+      var visible: [Int] = []
+      visible.reserveCapacity(visibleRows)
+      benchmark.startMeasurement()
+      for key in 0..<keys {
+        if visible.count == visibleRows { table.end(visible.removeFirst()) }
+        table.begin(key)
+        visible.append(key)
+      }
+      for key in visible { table.end(key) }
+      benchmark.stopMeasurement()
+      try await Task.sleep(for: .milliseconds(20))  // let the cancelled loads wind down
+      precondition(table.count == 0)
     }
   }
 

@@ -25,6 +25,14 @@ final class TaskTable: Sendable {
   }
 
   private let entries = Mutex<[Int: Entry]>([:])
+  private let priority: TaskPriority?
+  private let load: @Sendable (Int) async throws -> Int
+
+  /// A table whose keys' tasks run `load` at `priority` (`nil`: the claiming task's).
+  init(priority: TaskPriority? = nil, load: @escaping @Sendable (Int) async throws -> Int = fetchValue) {
+    self.priority = priority
+    self.load = load
+  }
 
   /// Claims `key`; the first claim starts its load.
   func begin(_ key: Int) {
@@ -32,7 +40,7 @@ final class TaskTable: Sendable {
       if entries[key] != nil {
         entries[key]!.claims += 1
       } else {
-        entries[key] = Entry(claims: 1, task: Task { try await fetchValue(key) })
+        entries[key] = Entry(claims: 1, task: Task(priority: priority) { [load] in try await load(key) })
       }
     }
   }
