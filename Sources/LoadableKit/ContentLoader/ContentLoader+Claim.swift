@@ -33,7 +33,9 @@ extension ContentLoader {
       self.key = key
       self.id = id
       self.rank = priority
-      self.probe = ClaimProbe.begin(loader: loader.name, key: key, own: loader.instrument)
+      // The check inline: without an instrument, no call into the probe's generic code.
+      self.probe =
+        LoadInstrumentation.isActive ? ClaimProbe.begin(loader: loader.name, key: key, own: loader.instrument) : nil
     }
 
     /// How urgently this claim needs its key; changeable while the claim lives.
