@@ -240,6 +240,12 @@ extension ContentLoader {
     /// `!sinks.isEmpty`, kept beside it: asking the dictionary, unspecialized, looks up the
     /// metadata of its element type, on every change of the key.
     @exclusivity(unchecked) var hasSinks = false
+    /// Whether ``Versions/interimMark`` may have moved from zero (set under the versions' lock,
+    /// before it moves; never reset). Until then the loader's sync reads no mark and no retired
+    /// interim value without taking that lock: a loader whose loads deliver no interim values
+    /// never does. The versions are generic, so reading them in the library's unspecialized code
+    /// looks up their metadata and their tuples' (about a tenth of a key's load).
+    let hasInterimMark = Atomic<Bool>(false)
     /// Handed out by ``ContentLoader/loadable(for:)`` (set under the loader's lock, read in
     /// `deinit`, which takes no lock).
     let wasHandedOut = Atomic<Bool>(false)
@@ -396,7 +402,8 @@ extension ContentLoader {
         var droppedInterim: HeldInterim?
         let content = state.content(as: Value.self)
         let dropped = versions.withLock(owner: self) {
-          $0.write(
+          if $0.interim != nil { hasInterimMark.store(true, ordering: .releasing) }
+          return $0.write(
             (value, version), cost: cost, counter: state.contentVersion, content: content, now: now,
             dropped: &droppedInterim)
         }
@@ -416,7 +423,8 @@ extension ContentLoader {
         guard state.attempt != nil, attempt == nil || state.attempt?.id == attempt else { return (false, nil) }
         let content = state.content(as: Value.self)
         return versions.withLock(owner: self) {
-          $0.offer(
+          hasInterimMark.store(true, ordering: .releasing)
+          return $0.offer(
             (value, version), cost: valueCost, attempt: attempt, counter: state.contentVersion, content: content)
         }
       }
@@ -431,6 +439,7 @@ extension ContentLoader {
     func forgetAll() -> (LoadStateMachine.ForgetOutcome, Versions) {
       withState { state in
         let table = versions.withLock(owner: self) { versions -> Versions in
+          hasInterimMark.store(true, ordering: .releasing)
           let old = versions
           versions.prior = nil
           versions.priorCost = 0

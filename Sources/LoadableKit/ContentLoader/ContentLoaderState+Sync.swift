@@ -65,9 +65,12 @@ extension ContentLoaderState {
   ) -> ShownChange? {
     // Read before the snapshot is built: a value delivered after this read is shown by the
     // snapshot too, and told again at the next sync (told twice, never missed).
-    let (interimMark, retired) = entry.versions.withLock(owner: entry) {
-      ($0.interimMark, $0.takeRetiredInterim(at: read.contentVersion))
-    }
+    // Until some interim value or removal moved the mark, it is zero and no interim value is
+    // held: nothing to read under the versions' lock (`KeyedLoadable.hasInterimMark`).
+    let (interimMark, retired) =
+      entry.hasInterimMark.load(ordering: .acquiring)
+      ? entry.versions.withLock(owner: entry) { ($0.interimMark, $0.takeRetiredInterim(at: read.contentVersion)) }
+      : (0, nil)
     if let retired { effects.released.interims.append(retired) }
     let changed =
       previous == nil || previous!.status != read.status || previous!.contentVersion != read.contentVersion
