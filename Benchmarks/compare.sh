@@ -9,6 +9,8 @@
 #   Benchmarks/compare.sh --against BEFORE.csv [--csv FILE]
 #                                               # every ratio before and now; exits 1 when one is
 #                                               #   more than 25% worse than before
+#   Benchmarks/compare.sh --against BEFORE.csv --worse-than 10 [--csv FILE]
+#                                               # the same, flagging a ratio more than 10% worse
 #
 # `--csv` and `--against` may be repeated (two runs each, on a noisy machine): `--check` then
 # checks every run, and `--against` compares the best figure of the runs before with the best
@@ -31,6 +33,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --csv) csvs+=("$2"); shift 2 ;;
     --check) mode="check"; shift ;;
+    --worse-than) export LOADABLE_WORSE_PERCENT="$2"; shift 2 ;;
     --against) mode="against"; befores+=("$2"); shift 2 ;;
     *) passthrough+=("$1"); shift ;;
   esac
