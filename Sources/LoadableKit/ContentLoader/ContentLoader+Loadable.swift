@@ -35,17 +35,10 @@ extension ContentLoader {
     }
   }
 
-  /// What the loader last told the claims and the event streams about an entry.
-  struct Shown {
-    var status: LoadStatus
-    var contentVersion: UInt64
-    /// The attempt running then; kept to tell, when it is gone, whether it returned.
-    var attempt: LoadStateMachine.Attempt?
-    /// Whether its load waited for a slot of the load limit.
-    var waiting = false
-    /// ``Versions/interimMark`` then: an interim value delivered since is a change to tell.
-    var interimMark: UInt64 = 0
-  }
+  /// What the loader last told the claims and the event streams about an entry (not nested
+  /// here, where it would be generic over the loader's parameters it does not use: each use in
+  /// the library's unspecialized code would look up its metadata).
+  typealias Shown = ShownKeyState
 
   struct GraceTimer: Sendable {
     let id: UInt64
@@ -476,4 +469,17 @@ extension ContentLoader {
       return loadedAt <= threshold
     }
   }
+}
+
+/// What a `ContentLoader` last told the claims and the event streams about a key (`Loader.Shown`).
+struct ShownKeyState {
+  var status: LoadStatus
+  var contentVersion: UInt64
+  /// The attempt running then; kept to tell, when it is gone, whether it returned.
+  var attempt: LoadStateMachine.Attempt?
+  /// Whether its load waited for a slot of the load limit.
+  var waiting = false
+  /// `ContentLoader.Versions.interimMark` then: an interim value delivered since is a change to
+  /// tell.
+  var interimMark: UInt64 = 0
 }

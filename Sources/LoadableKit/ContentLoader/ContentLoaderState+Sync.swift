@@ -67,11 +67,15 @@ extension ContentLoaderState {
     // snapshot too, and told again at the next sync (told twice, never missed).
     // Until some interim value or removal moved the mark, it is zero and no interim value is
     // held: nothing to read under the versions' lock (`KeyedLoadable.hasInterimMark`).
-    let (interimMark, retired) =
-      entry.hasInterimMark.load(ordering: .acquiring)
-      ? entry.versions.withLock(owner: entry) { ($0.interimMark, $0.takeRetiredInterim(at: read.contentVersion)) }
-      : (0, nil)
-    if let retired { effects.released.interims.append(retired) }
+    // (No tuple of the two: a tuple holding a generic type is looked up at run time too.)
+    var interimMark: UInt64 = 0
+    if entry.hasInterimMark.load(ordering: .acquiring) {
+      let retired = entry.versions.withLock(owner: entry) { versions in
+        interimMark = versions.interimMark
+        return versions.takeRetiredInterim(at: read.contentVersion)
+      }
+      if let retired { effects.released.interims.append(retired) }
+    }
     let changed =
       previous == nil || previous!.status != read.status || previous!.contentVersion != read.contentVersion
       || previous!.attempt !== read.attempt || previous!.waiting != waiting || previous!.interimMark != interimMark
