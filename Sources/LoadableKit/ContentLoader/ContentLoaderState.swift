@@ -51,14 +51,17 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// element, for the same reason: creating, iterating and destroying an empty one looks up the
   /// metadata of its element type (a tuple's: ~460 instructions each).
   struct Effects {
+    /// Filled by one thread under the loader's lock and carried out by the same thread after it,
+    /// never shared: its fields skip the dynamic exclusivity checks (each access of a class's
+    /// stored `var` costs one otherwise; a key claimed, loaded and let go made about twenty).
     final class Storage {
-      var cancelTasks: [Task<Void, Never>] = []
-      var entryEffects: [(Entry, LoadStateMachine.Effects)]?
-      var launches: [(Entry, Attempt, LoadStateMachine.StatusEvent?)]?
-      var startTimers: [(Entry, UInt64)]?
-      var reprioritized: [(Entry, ClaimPriority, Bool)]?
-      var grantedSlots: [LoadLimiter.Continuation] = []
-      var released: Released?
+      @exclusivity(unchecked) var cancelTasks: [Task<Void, Never>] = []
+      @exclusivity(unchecked) var entryEffects: [(Entry, LoadStateMachine.Effects)]?
+      @exclusivity(unchecked) var launches: [(Entry, Attempt, LoadStateMachine.StatusEvent?)]?
+      @exclusivity(unchecked) var startTimers: [(Entry, UInt64)]?
+      @exclusivity(unchecked) var reprioritized: [(Entry, ClaimPriority, Bool)]?
+      @exclusivity(unchecked) var grantedSlots: [LoadLimiter.Continuation] = []
+      @exclusivity(unchecked) var released: Released?
     }
 
     /// `nil` until something is recorded.
