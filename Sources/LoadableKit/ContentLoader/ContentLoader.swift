@@ -196,21 +196,12 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       taskExecutor: taskExecutor, existingValue: existingValue, load: .withInterimValues(load))
   }
 
-  init(
-    name: String = "ContentLoader",
-    gracePeriod: Duration = .zero,
-    idleTimeout: Duration? = .seconds(300),
-    maximumIdleCount: Int = 500,
-    staleAfter: Duration? = nil,
-    maximumConcurrentLoads: Int? = nil,
-    cost: (@Sendable (Value) -> Int)? = nil,
-    totalCostLimit: Int? = nil,
-    loadOptions: LoadOptions? = nil,
-    clock: any Clock<Duration> = ContinuousClock(),
-    instrument: (any LoadInstrument)? = nil,
-    taskExecutor: (any TaskExecutor)? = nil,
-    existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)? = { _ in nil },
-    load: DataSourceLoad
+  /// The initializer of both public ones: `load` keeps the data source's closure as it was given.
+  private init(
+    name: String, gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int, staleAfter: Duration?,
+    maximumConcurrentLoads: Int?, cost: (@Sendable (Value) -> Int)?, totalCostLimit: Int?, loadOptions: LoadOptions?,
+    clock: any Clock<Duration>, instrument: (any LoadInstrument)?, taskExecutor: (any TaskExecutor)?,
+    existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)?, load: DataSourceLoad
   ) {
     let gracePeriod = max(gracePeriod, .zero)
     let idleTimeout = idleTimeout.map { max($0, .zero) }
