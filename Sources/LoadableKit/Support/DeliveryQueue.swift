@@ -26,6 +26,8 @@ struct DeliveryQueue<Item> {
   private(set) var isDraining = false
 
   var isEmpty: Bool { items.isEmpty }
+  /// How many items are queued (the size tests check).
+  var count: Int { items.count }
 
   /// Queues `item`. Returns `true` when the caller became the drainer and must drain after the
   /// lock.
