@@ -589,7 +589,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// Delivers queued notifications until the queue is empty. Only one caller delivers at a time
   /// (the one whose change found the queue idle), so every observer sees changes in order.
   func drain() {
-    while let batch = withState({ $0.takeOutbox() }) {
+    while let batch = withState({ $0.outbox.takeBatch() }) {
       AttemptContext.outside {
         for delivery in batch {
           switch delivery {

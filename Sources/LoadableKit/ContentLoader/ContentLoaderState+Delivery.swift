@@ -38,9 +38,10 @@ extension ContentLoader {
   }
 }
 
-/// Claims' observers, event streams and the delivery queue: notifications are queued under the
-/// lock in the order of the changes; whoever queues into an idle queue delivers it outside the
-/// lock, so every observer sees the changes in order, one call at a time.
+/// Claims' observers and event streams, and their notifications: queued under the lock in the
+/// order of the changes, in the loader's ``DeliveryQueue`` (`outbox`); whoever queues into an idle
+/// queue delivers it outside the lock (``ContentLoader/drain()``), so every observer sees the
+/// changes in order, one call at a time.
 extension ContentLoaderState {
   mutating func addEventSink(_ continuation: AsyncStream<Event>.Continuation) -> UInt64? {
     if isShutDown { return nil }
@@ -94,20 +95,6 @@ extension ContentLoaderState {
   }
 
   mutating func enqueue(_ delivery: Loader.Delivery, _ effects: inout Effects) {
-    outbox.append(delivery)
-    if !delivering {
-      delivering = true
-      effects.drain = true
-    }
-  }
-
-  /// Takes the queued notifications, or gives up the delivery role when there are none.
-  mutating func takeOutbox() -> [Loader.Delivery]? {
-    if outbox.isEmpty {
-      delivering = false
-      return nil
-    }
-    defer { outbox.removeAll(keepingCapacity: true) }
-    return outbox
+    if outbox.append(delivery) { effects.drain = true }
   }
 }

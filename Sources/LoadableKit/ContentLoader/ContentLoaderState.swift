@@ -175,8 +175,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// `!eventSinks.isEmpty`, kept beside it: asking the dictionary, unspecialized, looks up the
   /// metadata of its element type, on every change of every key.
   var hasEventSinks = false
-  var outbox: [Loader.Delivery] = []
-  var delivering = false
+  /// The notifications of claims' observers and event streams, delivered in order after the lock.
+  var outbox = DeliveryQueue<Loader.Delivery>()
   var isShutDown = false
 
   init(gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int, totalCostLimit: Int?, limiter: LoadLimiter?) {
