@@ -112,9 +112,7 @@ extension Job {
   /// observer gets its events in order.
   func drainObservers() {
     while let batch = state.withLock(owner: self, { $0.takeDeliveries() }) {
-      for (observer, deliveries) in batch {
-        for delivery in deliveries { observer(delivery) }
-      }
+      for (observer, delivery) in batch { observer(delivery) }
     }
   }
 

@@ -95,9 +95,11 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   static var runsWorkToCancel: Bool { Work.Checkpoint.self == ServerJobCheckpoint.self }
 
   deinit {
-    // The entries (handlers and their pending deliveries) are released here, after the lock.
-    let observers = state.withLock(owner: self) { $0.detachObservers() }
+    // The entries (handlers) and the deliveries still queued for them are released here, after
+    // the lock.
+    let (observers, pending) = state.withLock(owner: self) { $0.detachObservers() }
     for observer in observers { observer.handler(.end(nil)) }
+    _ = consume pending
   }
 
   // MARK: - State

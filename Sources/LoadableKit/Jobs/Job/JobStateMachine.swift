@@ -438,18 +438,20 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     return observers.add(id, handler, pending: pending, knownProgress: progress)
   }
 
-  /// Removes an observer; its handler and pending deliveries are released with the returned entry.
-  mutating func removeObserver(_ id: UInt64) -> ObserverEntry? {
+  /// Removes an observer; its handler and the deliveries still queued for it are released with the
+  /// returned value.
+  mutating func removeObserver(_ id: UInt64) -> JobObservers<Output>.Removed? {
     observers.remove(id)
   }
 
-  /// Takes every observer's pending deliveries (see ``JobObservers/takeDeliveries()``).
-  mutating func takeDeliveries() -> [(Observer, [JobDelivery<Output>])]? {
+  /// Takes the queued deliveries with their observers (see ``JobObservers/takeDeliveries()``).
+  mutating func takeDeliveries() -> [(Observer, JobDelivery<Output>)]? {
     observers.takeDeliveries()
   }
 
-  /// Removes every observer, for the job's `deinit`; they are released with the returned array.
-  mutating func detachObservers() -> [ObserverEntry] {
+  /// Removes every observer, for the job's `deinit`; they and the deliveries still queued are
+  /// released with the returned value.
+  mutating func detachObservers() -> (entries: [ObserverEntry], pending: DeliveryQueue<JobObservers<Output>.Queued>) {
     observers.detachAll()
   }
 
