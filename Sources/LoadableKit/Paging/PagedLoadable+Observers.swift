@@ -35,10 +35,9 @@ public struct PagedSnapshot<Cursor: Hashable & Sendable, Item: Sendable>: Sendab
 struct PageObservers<Cursor: Hashable & Sendable, Item: Sendable> {
   typealias Handler = @Sendable (PagedSnapshot<Cursor, Item>) -> Void
   var handlers: [UInt64: Handler] = [:]
-  /// A thread is calling the handlers.
-  var delivering = false
-  /// Something changed since the deliverer took its snapshot: it delivers once more.
-  var changedWhileDelivering = false
+  /// One thread calls the handlers at a time; a change since it took its snapshot makes it
+  /// deliver once more.
+  var delivering = RunAgainFlag()
 }
 
 extension PagedLoadable {
@@ -84,28 +83,19 @@ extension PagedLoadable {
   func pagesDidChange() {
     let start = observers.withLock(owner: self) { observers -> Bool in
       guard !observers.handlers.isEmpty else { return false }
-      if observers.delivering {
-        observers.changedWhileDelivering = true
-        return false
-      }
-      observers.delivering = true
-      return true
+      return observers.delivering.request()
     }
     guard start else { return }
     while true {
       let handlers = observers.withLock(owner: self) { observers -> [PageObservers<Cursor, Item>.Handler]? in
-        observers.changedWhileDelivering = false
+        observers.delivering.beginPass()
         return Array(observers.handlers.values)
       }
       if let handlers, !handlers.isEmpty {
         let snapshot = pagedSnapshot
         for handler in handlers { handler(snapshot) }
       }
-      let again = observers.withLock(owner: self) { observers -> Bool in
-        if observers.changedWhileDelivering { return true }
-        observers.delivering = false
-        return false
-      }
+      let again = observers.withLock(owner: self) { $0.delivering.endPass() }
       if !again { return }
     }
   }

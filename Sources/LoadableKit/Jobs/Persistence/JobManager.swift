@@ -69,8 +69,8 @@ public final class JobManager: @unchecked Sendable {
 
   struct Writer {
     var observerID: UInt64 = 0
-    var isWriting = false
-    var writeAgain = false
+    /// One writer at a time; a save asked for while it writes makes it write once more.
+    var writing = RunAgainFlag()
     var isFlushScheduled = false
     var isRemoved = false
     /// Callers of ``JobManager/remove(id:)`` waiting until the record is deleted — by the write
@@ -354,7 +354,7 @@ public final class JobManager: @unchecked Sendable {
       let proceed = entry.writer.withLock(owner: entry) { writer -> Bool in
         writer.isRemoved = true
         writer.removalWaiters.append(continuation, id: nextUniqueID())
-        return claimWriter(&writer)
+        return writer.writing.request()
       }
       if proceed { _ = runWrites(entry) }  // answers `continuation` once the record is deleted
     }
@@ -455,18 +455,8 @@ public final class JobManager: @unchecked Sendable {
   /// a time per job; a caller that finds a write in progress asks the writer to write once more,
   /// so the last write always holds the newest state.
   private func write(_ entry: Entry) throws {
-    guard entry.writer.withLock(owner: entry, { claimWriter(&$0) }) else { return }
+    guard entry.writer.withLock(owner: entry, { $0.writing.request() }) else { return }
     if let failure = runWrites(entry) { throw failure }
-  }
-
-  /// Makes the caller the job's writer, or asks the writer at work to write once more.
-  private func claimWriter(_ writer: inout Writer) -> Bool {
-    if writer.isWriting {
-      writer.writeAgain = true
-      return false
-    }
-    writer.isWriting = true
-    return true
   }
 
   /// The writer's loop: writes (or deletes) until nobody asked for another write. Returns the
@@ -491,12 +481,7 @@ public final class JobManager: @unchecked Sendable {
         // The waiters that came before `removed` was read are answered by this deletion; one
         // that came during it also asked for another write, which deletes again (harmlessly).
         let waiters = removed ? writer.removalWaiters.takeAll() : WaiterStore()
-        if writer.writeAgain {
-          writer.writeAgain = false
-          return (true, waiters)
-        }
-        writer.isWriting = false
-        return (false, waiters)
+        return (writer.writing.endPass(), waiters)
       }
       for case let (_, waiter) in removalWaiters { waiter.handOff(.success(failure)) }
       if !again { break }
