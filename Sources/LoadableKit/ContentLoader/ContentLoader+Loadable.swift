@@ -234,9 +234,9 @@ extension ContentLoader {
     /// metadata of its element type, on every change of the key.
     @exclusivity(unchecked) var hasSinks = false
     /// Whether ``Versions/interimMark`` may have moved from zero (set under the versions' lock,
-    /// before it moves; never reset). Until then the loader's sync reads no mark and no retired
-    /// interim value without taking that lock: a loader whose loads deliver no interim values
-    /// never does. The versions are generic, so reading them in the library's unspecialized code
+    /// before it moves, by an offer of an interim value and by a removal; never reset). Until
+    /// then the loader's sync reads no mark and no retired interim value without taking that
+    /// lock: a loader whose loads deliver no interim values never does. The versions are generic, so reading them in the library's unspecialized code
     /// looks up their metadata and their tuples' (about a tenth of a key's load).
     let hasInterimMark = Atomic<Bool>(false)
     /// Handed out by ``ContentLoader/loadable(for:)`` (set under the loader's lock, read in
@@ -395,8 +395,9 @@ extension ContentLoader {
         var droppedInterim: HeldInterim?
         let content = state.content(as: Value.self)
         let dropped = versions.withLock(owner: self) {
-          if $0.interim != nil { hasInterimMark.store(true, ordering: .releasing) }
-          return $0.write(
+          // A write moves the mark only when it replaces an interim value, which an offer put
+          // there (and set `hasInterimMark` for).
+          $0.write(
             (value, version), cost: cost, counter: state.contentVersion, content: content, now: now,
             dropped: &droppedInterim)
         }
