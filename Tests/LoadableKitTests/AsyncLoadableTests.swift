@@ -121,6 +121,27 @@ struct AsyncLoadableTests {
     #expect(control.maxConcurrentAttempts == 1)
   }
 
+  @Test func anAttemptCancelledWhileItsTaskWaitsForTheGateNeverRuns() async throws {
+    let (loadable, control) = try await makeLoadable(in: .loading, ignoresCancellation: true)
+    loadable.cancelLoad()
+    let retry = Task { try await loadable.retryLoad() }
+    // The cancelled work still runs: the retry's task waits for the gate.
+    await eventually { loadable.gateQueueCountForTesting == 1 }
+    loadable.cancelLoad()
+    await #expect(throws: CancellationError.self) { try await retry.value }
+    control.resolve(99)  // the first work returns and hands the gate on
+    let third = Task { try await loadable.retryLoad() }
+    try await control.waitForStart(2)
+    control.resolve(7)
+    await eventually { loadable.loadStatus == .loaded }
+    #expect(control.startCount == 2, "the attempt cancelled at the gate never ran its work")
+    // Had it run, the third attempt's work would be waiting now: let it return, not hang.
+    while control.resolve(0) {}
+    _ = try? await third.value
+    #expect(loadable.content == 7)
+    #expect(control.maxConcurrentAttempts == 1)
+  }
+
   @Test func aDroppedLoadableLivesUntilItsAttemptEndsAndNoLonger() async throws {
     let control = ControlledLoad<Int>()
     weak var weakLoadable: AsyncLoadable<Int>?

@@ -135,15 +135,7 @@ extension AsyncLoadable {
     if priority.isNone && launchWithoutTask(attempt, probe: probe) { return }
     let gated = runsOneAttemptAtATime
     let task = TaskLaunch.start(priority: priority.taskPriority) {
-      // The gate is almost always free: taken without a continuation then.
-      if gated && !self.withState({ $0.tryEnterGate() }) {
-        await withUnsafeContinuation { continuation in
-          if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
-        }
-        ContinuationHandoff.awaited()
-      }
-      // An attempt cancelled while it waited for the gate does not run at all.
-      let result = await self.runAttempt(attempt, probe: probe)
+      let result = await self.runAttempt(attempt, probe: probe, gated: gated)
       // Its work returned: no attempt is this task's any more (see `alreadyOutside`).
       AttemptContext.alreadyOutside { self.endAttempt(attempt, with: result, probe: probe, gated: gated) }
     }
@@ -172,26 +164,47 @@ extension AsyncLoadable {
   }
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
-  /// visible to ``loadDependency(_:)``.
+  /// visible to ``loadDependency(_:)``. When `gated`, the attempt's task first takes the gate (see
+  /// ``LoadStateMachine/gateBusy``); an attempt cancelled while it waited for the gate does not
+  /// run at all.
   ///
   /// The content comes back in its ``ContentBox``, as the state machine stores it: no
   /// `Result<Content, …>` whose metadata the unspecialized code would look up at run time.
   nonisolated(nonsending) final func runAttempt(
-    _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?
+    _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?, gated: Bool
   ) async -> Result<AnyContentBox, any Error> {
     let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
-    // One read: the context is published (so that a wait closing a cycle through this attempt
-    // can find it), and the dependencies and options this attempt runs with are taken.
-    let start = state.withLock(owner: self) { state -> (dependencies: [(loadable: any Loadable, kind: DependencyKind)], options: LoadOptions?)? in
+    typealias Start = (dependencies: [(loadable: any Loadable, kind: DependencyKind)], options: LoadOptions?)
+    /// Under the lock: the context is published (so that a wait closing a cycle through this
+    /// attempt can find it), and the dependencies and options this attempt runs with are taken;
+    /// `nil` when the attempt is no longer current.
+    func begin(_ state: inout LoadStateMachine) -> Start? {
       guard state.attempt === attempt else { return nil }
       attempt.context = context
       return (state.extras?.dependencies ?? [], state.extras?.settings?.options)
+    }
+    // The gate is almost always free: taken in the same lock as the start, without a
+    // continuation.
+    var gateWasBusy = false
+    var start = state.withLock(owner: self) { state -> Start? in
+      if gated && !state.tryEnterGate() {
+        gateWasBusy = true
+        return nil
+      }
+      return begin(&state)
+    }
+    if gateWasBusy {
+      await withUnsafeContinuation { continuation in
+        if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
+      }
+      ContinuationHandoff.awaited()
+      start = state.withLock(owner: self) { begin(&$0) }
     }
     guard let start else { return .failure(CancellationError()) }
     defer { context.hasEnded.store(true, ordering: .releasing) }
     return await AttemptContext.run(context) {
       do {
-        try await loadDeclaredDependencies(start.dependencies, in: context)
+        if !start.dependencies.isEmpty { try await loadDeclaredDependencies(start.dependencies, in: context) }
         guard let options = start.options else { return .success(ContentBox(try await performLoad())) }
         return .success(ContentBox(try await options.run { try await self.performLoad() }))
       } catch {

@@ -208,6 +208,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// How many callers and completion handlers wait for the running attempt (for tests).
   var waiterCount: Int { state.withLock(owner: self) { $0.attempt?.waitingCount ?? 0 } }
 
+  /// The attempts' tasks waiting for the gate, for tests.
+  var gateQueueCountForTesting: Int { state.withLock(owner: self) { $0.extras?.gateQueue.count ?? 0 } }
+
   /// Whether there is usable content. The default is `content != nil`; override it to add
   /// conditions (an empty list, an expired token).
   open var isContentAvailable: Bool { content != nil }
