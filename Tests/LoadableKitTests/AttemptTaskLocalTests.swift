@@ -31,6 +31,30 @@ struct AttemptTaskLocalTests {
     claim.end()
   }
 
+  /// The one order of effects runs a job's observers outside any attempt, as a loadable's: a job
+  /// started from inside `performLoad()` does not call its status handler as part of that
+  /// attempt (whose loads would then count as the attempt's dependencies).
+  @Test func aJobStartedInsideAnAttemptTellsItsObserversOutsideIt() async throws {
+    let observerInsideAnAttempt = Recorder<Bool>()
+    let handlerInsideAnAttempt = Recorder<Bool>()
+    let job = Job(TraceWork())
+    job.addObserver { delivery in
+      if case .event(.status) = delivery { observerInsideAnAttempt.append(AttemptContext.current != nil) }
+    }
+    let loadable = AsyncLoadable { () async -> Int in
+      // The status change is delivered to the observer above by this call's effects; the new
+      // handler's first status, when it is added.
+      _ = job.start(statusHandler: { _ in handlerInsideAnAttempt.append(AttemptContext.current != nil) }) { _ in }
+      return 1
+    }
+    try await loadable.load()
+    _ = try await job.output
+    #expect(!observerInsideAnAttempt.values.isEmpty)
+    #expect(observerInsideAnAttempt.values.allSatisfy { !$0 })
+    #expect(!handlerInsideAnAttempt.values.isEmpty)
+    #expect(handlerInsideAnAttempt.values.allSatisfy { !$0 })
+  }
+
   @Test func aLoadablesAttemptSeesNoTaskLocalOfItsCaller() async throws {
     let seen = Recorder<String>()
     let loadable = AsyncLoadable { () async -> Int in

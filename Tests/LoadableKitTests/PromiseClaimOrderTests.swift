@@ -43,4 +43,24 @@ struct PromiseClaimOrderTests {
     a.end()
     b.end()
   }
+
+  /// The one order of effects holds for what the loader decides, too: a local write answers the
+  /// callers waiting on the key's loading, and the key's claims are told of the written value
+  /// before any of those callers is resumed (a completion handler runs inside the write).
+  @Test func aCallerThatAWriteAnswersFindsTheClaimsToldFirst() async throws {
+    let control = ControlledLoad<Int>()
+    let loader = ContentLoader<Int, Int, Int>(idleTimeout: nil) { _ in
+      let value = try await control.operation()
+      return (value, value)
+    }
+    let order = Recorder<String>()
+    let claim = loader.begin(1) { snapshot in
+      order.append("claim \(snapshot.status) \(snapshot.value.map(String.init) ?? "-")")
+    }
+    try await control.waitForStart(1)
+    loader.loadable(for: 1).load { error in order.append(error == nil ? "caller answered" : "caller failed") }
+    loader.set(7, version: 7, for: 1)
+    #expect(order.values == ["claim loading -", "claim loaded 7", "caller answered"])
+    claim.end()
+  }
 }

@@ -3,7 +3,8 @@ import Synchronization
 
 // The request path of a loadable: a request decided by the machine under the lock, a caller
 // waiting for or joining the running attempt, an attempt launched on a task (or without one) and
-// ended. What the decisions return is carried out by the performer (Engine/AsyncLoadable+Perform.swift).
+// ended. What the decisions return is carried out after the lock, in the one order of effects
+// (Engine/EffectOrder.swift; the loadable's phases are in Engine/AsyncLoadable+Perform.swift).
 extension AsyncLoadable {
   /// Performs `request` and returns the content it ended with (`nil` when there is none).
   @usableFromInline

@@ -326,8 +326,8 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   // MARK: - Hooks for the library's subclasses
 
   // Overridden by derived loadables, a ContentLoader key's loadable and a paged loadable; the
-  // request path (AsyncLoadable+Requests.swift) and the performer (Engine/AsyncLoadable+Perform.swift)
-  // call them.
+  // request path (AsyncLoadable+Requests.swift) and the phases of the loadable's effects
+  // (Engine/AsyncLoadable+Perform.swift) call them.
 
   /// A caller — a dependent's attempt (`context`) or a plain caller (`nil`) — is about to wait for
   /// this loadable's attempt. Returns whether ``callerStoppedWaiting(_:)`` must be called when

@@ -535,27 +535,60 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     perform(withState { $0.changed(entry, now: now) })
   }
 
-  /// Performs what the state asked for, after the lock was released, in one order: cancel tasks;
-  /// hand freed slots of the load limit on; perform the entries' own effects (which notify the
-  /// entries' observers and resume their callers); tell the entries' observers of the attempts
-  /// started for claims, then launch them; start timers; deliver the queued notifications.
-  /// `effects.released` goes last, when `effects` dies.
-  func perform(_ effects: State.Effects) {
+  /// Carries out what the state asked for, after the lock, in the one order of effects
+  /// (``EffectsHost/carryOut(_:)``, and the phases below); `effects.released` goes last, when
+  /// `effects` dies.
+  func perform(_ effects: consuming State.Effects) {
+    carryOut(effects)
+  }
+}
+
+extension ContentLoader: EffectsHost {
+  func isEmpty(_ effects: State.Effects) -> Bool {
+    effects.storage == nil && effects.startSweeper == nil && !effects.drain
+  }
+
+  /// Cancels the tasks the state let go of, and the keys' attempts it cancelled.
+  func cancelPhase(_ effects: State.Effects) {
+    guard let lists = effects.storage else { return }
+    for task in lists.cancelTasks { task.cancel() }
+    // Each list is there only if something was recorded in it (see `Effects.Storage`).
+    if let list = lists.entryEffects {
+      for index in list.indices { entry(list[index].entry).cancelPhase(list[index].effects) }
+    }
+  }
+
+  /// Tells the keys' observers (and live views over the keys) of the changes the state made, and
+  /// of the attempts it started for claims — before their tasks start, as for any loadable: a
+  /// fast load cannot resume a caller that joined it before they were told — then delivers the
+  /// claims' snapshots and the events queued in the outbox.
+  func notifyPhase(_ effects: State.Effects) {
     if let lists = effects.storage {
-      for task in lists.cancelTasks { task.cancel() }
-      for slot in lists.grantedSlots { slot.handOff() }
-      // The loader decided these, and read each key's state under its lock when it did: the
-      // entries need not tell it of the changes (``KeyedLoadable/statusDidChange()``).
-      // Each list is there only if something was recorded in it (see `Effects.Storage`).
-      if let entryEffects = lists.entryEffects {
-        for (entry, effects) in entryEffects { entry.perform(effects, runsStatusHook: false) }
+      if let list = lists.entryEffects {
+        for index in list.indices { entry(list[index].entry).notifyPhase(list[index].effects) }
       }
-      if let launches = lists.launches {
-        for (entry, attempt, event) in launches {
-          // The key's observers hear of `.loading` before the task starts, as for any loadable: a
-          // fast load cannot resume a caller that joined it before they were told.
-          AttemptContext.outside { entry.deliver(event, contentChanged: false, runsStatusHook: false) }
-          onTaskExecutor { entry.launch(attempt, priority: RawPriority(launchPriority(of: entry))) }
+      if let list = lists.launches {
+        for index in list.indices {
+          entry(list[index].entry).deliver(list[index].event, contentChanged: false, runsStatusHook: false)
+        }
+      }
+    }
+    if effects.drain { drain() }
+  }
+
+  /// Hands freed slots of the load limit on and resumes the keys' callers; then launches the
+  /// attempts started for claims, changes the priorities of running ones, and starts the timers.
+  func resumePhase(_ effects: State.Effects) {
+    if let lists = effects.storage {
+      for slot in lists.grantedSlots { slot.handOff() }
+      if let list = lists.entryEffects {
+        for index in list.indices { entry(list[index].entry).resumePhase(list[index].effects) }
+      }
+      if let list = lists.launches {
+        for index in list.indices {
+          let launched = entry(list[index].entry)
+          let attempt = list[index].attempt
+          onTaskExecutor { launched.launch(attempt, priority: RawPriority(launchPriority(of: launched))) }
         }
       }
       if let reprioritized = lists.reprioritized {
@@ -566,9 +599,16 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       }
     }
     if let deadline = effects.startSweeper { launchSweeper(firstDeadline: deadline) }
-    if effects.drain { drain() }
   }
 
+  /// The key's loadable an effects record holds (``EntryEffects``), as what it is.
+  @inline(__always)
+  private func entry(_ object: AnyObject) -> KeyedLoadable {
+    unsafeDowncast(object, to: KeyedLoadable.self)
+  }
+}
+
+extension ContentLoader {
   /// The priority of the task of an attempt started for claims: its claims' priority, not the
   /// priority of whoever began the claim — a prefetch from the main thread loads at the prefetch
   /// priority, a visible row claimed from a background task at the visible one. A visible load

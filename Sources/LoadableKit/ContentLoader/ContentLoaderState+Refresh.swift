@@ -48,9 +48,9 @@ extension ContentLoaderState {
       // The claims' interest moved with the waiters.
       if entry.held === superseded { entry.held = fresh }
       effects.released.attempts.append(superseded)
-      effects.entryEffects.append((entry, stateEffects))
+      effects.record(stateEffects, of: entry)
       reserveSlot(for: entry, attempt: fresh)
-      effects.launches.append((entry, fresh, nil))
+      effects.launches.append(EntryLaunch(entry: entry, attempt: fresh, event: nil))
       sync(entry, &effects)
     case .idle:
       guard entry.claimCount > 0 else { return }
@@ -61,7 +61,7 @@ extension ContentLoaderState {
       entry.refreshPending = true
       if addInterest(entry, starting: .refresh, &effects) { entry.refreshPending = false }
       if let previous {
-        effects.entryEffects.append((entry, entry.removeInterest(from: previous)))
+        effects.record(entry.removeInterest(from: previous), of: entry)
         effects.released.attempts.append(previous)
       }
     }

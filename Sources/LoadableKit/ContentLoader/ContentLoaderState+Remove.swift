@@ -14,19 +14,19 @@ extension ContentLoaderState {
     if let fresh = outcome.fresh, let superseded = outcome.superseded {
       if entry.held === superseded { entry.held = fresh }
       effects.released.attempts.append(superseded)
-      effects.entryEffects.append((entry, outcome.effects))
+      effects.record(outcome.effects, of: entry)
       guard entry.isInIndex else {
-        effects.launches.append((entry, fresh, nil))
+        effects.launches.append(EntryLaunch(entry: entry, attempt: fresh, event: nil))
         return effects
       }
       reserveSlot(for: entry, attempt: fresh)
-      effects.launches.append((entry, fresh, nil))
+      effects.launches.append(EntryLaunch(entry: entry, attempt: fresh, event: nil))
       entry.forgot = true
       sync(entry, &effects)
       entry.forgot = false
       return effects
     }
-    effects.entryEffects.append((entry, outcome.effects))
+    effects.record(outcome.effects, of: entry)
     guard entry.isInIndex else { return effects }
     entry.forgot = true
     if entry.claimCount > 0 {
@@ -34,7 +34,7 @@ extension ContentLoaderState {
       entry.held = nil
       addInterest(entry, starting: .load, &effects)
       if let previous {
-        effects.entryEffects.append((entry, entry.removeInterest(from: previous)))
+        effects.record(entry.removeInterest(from: previous), of: entry)
         effects.released.attempts.append(previous)
       }
     }

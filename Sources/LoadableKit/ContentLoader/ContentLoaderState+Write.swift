@@ -21,7 +21,7 @@ extension ContentLoaderState {
     entry.isStale = false
     entry.refreshPending = false
     entry.wrote = true
-    effects.entryEffects.append((entry, entryEffects))
+    effects.record(entryEffects, of: entry)
     sync(entry, &effects)
     settle(entry, now: now, &effects)
     return true

@@ -56,8 +56,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     /// stored `var` costs one otherwise; a key claimed, loaded and let go made about twenty).
     final class Storage {
       @exclusivity(unchecked) var cancelTasks: [Task<Void, Never>] = []
-      @exclusivity(unchecked) var entryEffects: [(Entry, LoadStateMachine.Effects)]?
-      @exclusivity(unchecked) var launches: [(Entry, Attempt, LoadStateMachine.StatusEvent?)]?
+      @exclusivity(unchecked) var entryEffects: [EntryEffects]?
+      @exclusivity(unchecked) var launches: [EntryLaunch]?
       @exclusivity(unchecked) var startTimers: [(Entry, UInt64)]?
       @exclusivity(unchecked) var reprioritized: [(Entry, ClaimPriority, Bool)]?
       @exclusivity(unchecked) var grantedSlots: [LoadLimiter.Continuation] = []
@@ -88,7 +88,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       _modify { yield &more.cancelTasks }
     }
     /// Effects of an entry's state machine (a cancelled attempt, a restored state).
-    var entryEffects: [(Entry, LoadStateMachine.Effects)] {
+    var entryEffects: [EntryEffects] {
       get { storage?.entryEffects ?? [] }
       _modify {
         let storage = more
@@ -96,8 +96,15 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
         yield &storage.entryEffects!
       }
     }
+    /// Records what an event of `entry`'s machine returned, to be carried out with these effects,
+    /// phase by phase. The loader decided it, and read the key's state under its lock when it did:
+    /// the entry need not tell the loader of the change (``KeyedLoadable/statusDidChange()``).
+    mutating func record(_ entryEffects: consuming LoadStateMachine.Effects, of entry: Entry) {
+      entryEffects.runsStatusHook = false
+      self.entryEffects.append(EntryEffects(entry: entry, effects: entryEffects))
+    }
     /// Attempts started for claims: launched, and their status change delivered.
-    var launches: [(Entry, Attempt, LoadStateMachine.StatusEvent?)] {
+    var launches: [EntryLaunch] {
       get { storage?.launches ?? [] }
       _modify {
         let storage = more
@@ -393,7 +400,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     entry.held = outcome.held
     if let started = outcome.started {
       reserveSlot(for: entry, attempt: started)
-      effects.launches.append((entry, started, outcome.event))
+      effects.launches.append(EntryLaunch(entry: entry, attempt: started, event: outcome.event))
     }
     if outcome.held != nil { sync(entry, &effects) }
     if let started = outcome.started, entry.shown?.attempt !== started {
@@ -409,7 +416,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   mutating func removeInterest(_ entry: Entry, _ effects: inout Effects) {
     guard let held = entry.held else { return }
     entry.held = nil
-    effects.entryEffects.append((entry, entry.removeInterest(from: held)))
+    effects.record(entry.removeInterest(from: held), of: entry)
     effects.released.attempts.append(held)
     sync(entry, &effects)
   }

@@ -1,13 +1,12 @@
 import Observation
 import Synchronization
 
-// The performer: the one place where what the machine's events returned is carried out, after the
-// lock, in the one order of effects (ThreadSafety guide): cancel the attempt's task or driver;
-// tell observers (Observation, status handlers and streams, then the subclass's status hook);
-// notify live views (content listeners) and let a live view apply changes that arrived during the
-// attempt; resume the waiters; release what the state let go of (the effects' `released`, when
-// they go out of scope).
-extension AsyncLoadable {
+// A loadable as a host of effects (EffectsHost, `EffectOrder.swift`): what its attempt machine's
+// events return is carried out after the lock, in the one order of effects — cancel the attempt's
+// task or driver; tell observers (Observation, status handlers and streams, then the subclass's
+// status hook); notify live views (content listeners) and let a live view apply changes that
+// arrived during the attempt; resume the waiters; release what the state let go of.
+extension AsyncLoadable: EffectsHost {
   @usableFromInline
   final func withState<R>(_ body: (inout LoadStateMachine) -> R) -> R {
     state.withLock(owner: self) { state in
@@ -21,27 +20,39 @@ extension AsyncLoadable {
     }
   }
 
+  /// Carries out `effects` (``EffectsHost/carryOut(_:)``).
+  ///
   /// `runsStatusHook`: `false` when the caller already knows of the change (a loader performing
   /// effects it decided for its key, whose state it read under its own lock): then
   /// ``statusDidChange()`` is not called.
-  final func perform(_ effects: LoadStateMachine.Effects, runsStatusHook: Bool = true) {
-    // Cancelling runs the task's cancellation handlers (or the driver's cancel) here, which may
-    // cascade to dependencies, on the trampoline.
-    effects.cancel.cancel()
-    // Observers and live derived loadables hear of the change before the callers resume, so a
-    // caller that returns from `fetch()` finds `map` results and status handlers up to date
-    // (unless another thread is delivering this loadable's notifications at that moment).
-    // Observers, listeners and completion handlers are user code: they must not run as part of
-    // an attempt that happens to be on this task (a `cancelLoad()` from inside `performLoad()`).
-    AttemptContext.outside { notifyAndResume(effects, runsStatusHook: runsStatusHook) }
+  final func perform(_ effects: consuming LoadStateMachine.Effects, runsStatusHook: Bool = true) {
+    effects.runsStatusHook = runsStatusHook
+    carryOut(effects)
   }
 
-  private final func notifyAndResume(_ effects: LoadStateMachine.Effects, runsStatusHook: Bool) {
-    deliver(effects.event, contentChanged: effects.changedContent, runsStatusHook: runsStatusHook)
+  final func isEmpty(_ effects: LoadStateMachine.Effects) -> Bool {
+    effects.cancel.isNone && effects.event == nil && !effects.changedContent && !effects.endedAttempt
+      && effects.waiters.isEmpty
+  }
+
+  /// Cancelling runs the task's cancellation handlers (or the driver's cancel) here, which may
+  /// cascade to dependencies, on the trampoline.
+  final func cancelPhase(_ effects: LoadStateMachine.Effects) {
+    effects.cancel.cancel()
+  }
+
+  /// Observers and live derived loadables hear of the change before the callers resume, so a
+  /// caller that returns from `fetch()` finds `map` results and status handlers up to date
+  /// (unless another thread is delivering this loadable's notifications at that moment).
+  final func notifyPhase(_ effects: LoadStateMachine.Effects) {
+    deliver(effects.event, contentChanged: effects.changedContent, runsStatusHook: effects.runsStatusHook)
     if effects.changedContent, case .success = effects.result {
       notifyContentListeners()
     }
     if effects.endedAttempt { attemptDidEnd(committed: effects.attemptCommitted) }
+  }
+
+  final func resumePhase(_ effects: LoadStateMachine.Effects) {
     for case let (_, waiter)? in effects.waiters {
       waiter.resume(with: effects.result)
     }

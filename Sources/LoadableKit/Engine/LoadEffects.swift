@@ -30,6 +30,9 @@ struct LoadEffects {
   /// What the state let go of: destroyed with the effects, after the lock is released, because
   /// a content's or an error's `deinit` is user code (and the attempt holds copies of both).
   var released = LoadReleased()
+  /// `false` when whoever carries the effects out already knows of the status change (see
+  /// ``AsyncLoadable/perform(_:runsStatusHook:)``).
+  var runsStatusHook = true
 }
 
 struct LoadReleased {

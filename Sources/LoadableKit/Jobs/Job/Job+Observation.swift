@@ -99,7 +99,8 @@ extension Job {
   func addObserver(_ observer: @escaping Machine.Observer) -> UInt64 {
     let id = nextUniqueID()
     signals.noteAudience()  // before the snapshot reads the progress
-    if withState({ $0.addObserver(id, observer) }) { drainObservers() }
+    // The first delivery is user code, as every delivery is: outside any attempt (see `carryOut`).
+    if withState({ $0.addObserver(id, observer) }) { AttemptContext.outside { drainObservers() } }
     return id
   }
 

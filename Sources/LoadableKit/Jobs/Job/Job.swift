@@ -342,23 +342,40 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     }
   }
 
-  /// Performs what a transition asked for, outside the lock, in the order of effects every
-  /// LoadableKit engine follows: (1) cancel the run's task; (2) tell observation, the observers and
-  /// the installed instruments; (3) resume the waiters — parked callers, settle waiters, then the
-  /// callers of ``output``, by concluding the run's attempt (the core's performer resumes them,
-  /// and releases what the attempt let go of) — then launch a run; (4) release the values the
-  /// state let go of: they go with `effects`, after this returns.
+  /// Performs what a transition asked for, after the lock, in the one order of effects
+  /// (``EffectsHost/carryOut(_:)``): (1) cancel the run's task; (2) tell observation, the
+  /// observers and the installed instruments; (4) resume the waiters — parked callers, settle
+  /// waiters, then the callers of ``output``, by concluding the run's attempt (whose effects are
+  /// carried out in the same order) — then launch a run; (5) release the values the state let go
+  /// of: they go with `effects`, last.
   func perform(_ effects: consuming Machine.Effects) {
+    carryOut(effects)
+  }
+}
+
+extension Job: EffectsHost {
+  func isEmpty(_ effects: Machine.Effects) -> Bool {
+    !effects.cancelRun && effects.changes.isEmpty && !effects.drain && effects.reports.isEmpty
+      && effects.resumeParked.isEmpty && effects.cancelParked.isEmpty && effects.settled.isEmpty
+      && effects.wakeIdle.isEmpty && effects.result == nil && effects.launch == nil
+  }
+
+  func cancelPhase(_ effects: Machine.Effects) {
     if effects.cancelRun { run.cancelOwnedAttemptTask() }
+  }
+
+  func notifyPhase(_ effects: Machine.Effects) {
     notifyObservation(of: effects.changes)
     if effects.drain { drainObservers() }
     if !effects.reports.isEmpty { JobProbe.report(effects.reports, job: self, name: Work.kind, own: options.instrument) }
+  }
+
+  func resumePhase(_ effects: Machine.Effects) {
     for park in effects.resumeParked { park.handOff() }
     for park in effects.cancelParked { park.handOff(throwing: CancellationError()) }
     for waiter in effects.settled { waiter.handOff() }
     for waiter in effects.wakeIdle { waiter.handOff() }
     if let result = effects.result { run.conclude(with: result) }
     if let runID = effects.launch { launch(runID) }
-    _ = consume effects  // (4) the released values, last
   }
 }
