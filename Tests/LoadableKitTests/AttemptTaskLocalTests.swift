@@ -55,6 +55,21 @@ struct AttemptTaskLocalTests {
     #expect(handlerInsideAnAttempt.values.allSatisfy { !$0 })
   }
 
+  /// A job released inside `performLoad()` ends its observers outside that attempt too.
+  @Test func aJobReleasedInsideAnAttemptEndsItsObserversOutsideIt() async throws {
+    let ends = Recorder<Bool>()
+    let loadable = AsyncLoadable { () async -> Int in
+      let job = Job(TraceWork())
+      job.addObserver { delivery in
+        if case .end = delivery { ends.append(AttemptContext.current != nil) }
+      }
+      _ = consume job  // never started: its deinit ends the observer, here
+      return 1
+    }
+    try await loadable.load()
+    #expect(ends.values == [false])
+  }
+
   @Test func aLoadablesAttemptSeesNoTaskLocalOfItsCaller() async throws {
     let seen = Recorder<String>()
     let loadable = AsyncLoadable { () async -> Int in

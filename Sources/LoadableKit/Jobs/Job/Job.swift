@@ -97,8 +97,12 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   deinit {
     // The entries (handlers) and the deliveries still queued for them are released here, after
     // the lock.
+    // Their ends are told outside any attempt, as every delivery is (`carryOut`): a job can be
+    // released inside a loadable's `performLoad()`.
     let (observers, pending) = state.withLock(owner: self) { $0.detachObservers() }
-    for observer in observers { observer.handler(.end(nil)) }
+    AttemptContext.outside {
+      for observer in observers { observer.handler(.end(nil)) }
+    }
     _ = consume pending
   }
 
