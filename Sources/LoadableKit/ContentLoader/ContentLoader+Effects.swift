@@ -95,25 +95,24 @@ extension ContentLoader {
   }
 
   /// Delivers queued notifications until the queue is empty. Only one caller delivers at a time
-  /// (the one whose change found the queue idle), so every observer sees changes in order.
-  func drain() {
+  /// (the one whose change found the queue idle), so every observer sees changes in order. Called
+  /// in the notify phase, which ``EffectsHost/carryOut(_:)`` runs outside any attempt.
+  private func drain() {
     while let batch = withState({ $0.outbox.takeBatch() }) {
-      AttemptContext.outside {
-        for delivery in batch {
-          switch delivery {
-          case .snapshot(.stream(let continuation), let snapshot, _):
-            continuation.yield(snapshot)
-          case .snapshot(.handler(let handler), let snapshot, let first):
-            if first || handler.isActive.load(ordering: .acquiring) { handler.call(snapshot) }
-          case .keyChanged(let entry):
-            entry.tellObservers()
-          case .finish(let continuation):
-            continuation.finish()
-          case .event(let continuation, let event):
-            continuation.yield(event)
-          case .finishEvents(let continuation):
-            continuation.finish()
-          }
+      for delivery in batch {
+        switch delivery {
+        case .snapshot(.stream(let continuation), let snapshot, _):
+          continuation.yield(snapshot)
+        case .snapshot(.handler(let handler), let snapshot, let first):
+          if first || handler.isActive.load(ordering: .acquiring) { handler.call(snapshot) }
+        case .keyChanged(let entry):
+          entry.tellObservers()
+        case .finish(let continuation):
+          continuation.finish()
+        case .event(let continuation, let event):
+          continuation.yield(event)
+        case .finishEvents(let continuation):
+          continuation.finish()
         }
       }
     }

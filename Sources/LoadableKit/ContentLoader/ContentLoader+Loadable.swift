@@ -236,8 +236,9 @@ extension ContentLoader {
     /// Whether ``Versions/interimMark`` may have moved from zero (set under the versions' lock,
     /// before it moves, by an offer of an interim value and by a removal; never reset). Until
     /// then the loader's sync reads no mark and no retired interim value without taking that
-    /// lock: a loader whose loads deliver no interim values never does. The versions are generic, so reading them in the library's unspecialized code
-    /// looks up their metadata and their tuples' (about a tenth of a key's load).
+    /// lock: a loader whose loads deliver no interim values never does. The versions are
+    /// generic, so reading them in the library's unspecialized code looks up their metadata and
+    /// their tuples' (about a tenth of a key's load).
     let hasInterimMark = Atomic<Bool>(false)
     /// Handed out by ``ContentLoader/loadable(for:)`` (set under the loader's lock, read in
     /// `deinit`, which takes no lock).

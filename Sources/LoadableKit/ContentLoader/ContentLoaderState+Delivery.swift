@@ -40,7 +40,7 @@ extension ContentLoader {
 
 /// Claims' observers and event streams, and their notifications: queued under the lock in the
 /// order of the changes, in the loader's ``DeliveryQueue`` (`outbox`); whoever queues into an idle
-/// queue delivers it outside the lock (``ContentLoader/drain()``), so every observer sees the
+/// queue delivers it outside the lock (`ContentLoader.drain()`), so every observer sees the
 /// changes in order, one call at a time.
 extension ContentLoaderState {
   mutating func addEventSink(_ continuation: AsyncStream<Event>.Continuation) -> UInt64? {

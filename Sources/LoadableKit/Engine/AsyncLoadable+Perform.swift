@@ -21,12 +21,7 @@ extension AsyncLoadable: EffectsHost {
   }
 
   /// Carries out `effects` (``EffectsHost/carryOut(_:)``).
-  ///
-  /// `runsStatusHook`: `false` when the caller already knows of the change (a loader performing
-  /// effects it decided for its key, whose state it read under its own lock): then
-  /// ``statusDidChange()`` is not called.
-  final func perform(_ effects: consuming LoadStateMachine.Effects, runsStatusHook: Bool = true) {
-    effects.runsStatusHook = runsStatusHook
+  final func perform(_ effects: consuming LoadStateMachine.Effects) {
     carryOut(effects)
   }
 
@@ -93,7 +88,8 @@ extension AsyncLoadable: EffectsHost {
   }
 
   /// Notifies observers of a status change, outside the lock; then ``statusDidChange()``, unless
-  /// `runsStatusHook` is `false` (see ``perform(_:runsStatusHook:)``).
+  /// `runsStatusHook` is `false` (the caller already knows of the change: see
+  /// ``LoadEffects/runsStatusHook``).
   final func deliver(_ event: LoadStateMachine.StatusEvent?, contentChanged: Bool, runsStatusHook: Bool = true) {
     guard event != nil || contentChanged else { return }
     // No registrar yet means nobody has read an observable property, so nobody tracks one. (The

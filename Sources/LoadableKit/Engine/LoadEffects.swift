@@ -30,8 +30,10 @@ struct LoadEffects {
   /// What the state let go of: destroyed with the effects, after the lock is released, because
   /// a content's or an error's `deinit` is user code (and the attempt holds copies of both).
   var released = LoadReleased()
-  /// `false` when whoever carries the effects out already knows of the status change (see
-  /// ``AsyncLoadable/perform(_:runsStatusHook:)``).
+  /// `false` when whoever carries the effects out already knows of the status change: a loader
+  /// carrying out effects it decided for its key, whose state it read under its own lock
+  /// (`ContentLoaderState.Effects.record(_:of:)`). Then ``AsyncLoadable/statusDidChange()`` is not
+  /// called.
   var runsStatusHook = true
 }
 
