@@ -130,6 +130,9 @@ struct PagedLoadableTests {
     try await source.loadNext(paged, resolving: 1, next: 2)
     let next = Task { try await paged.loadNextPage() }
     try await source.control.waitForStart(3)
+    // Its work may start before the launching caller stores the task; a cancel before that
+    // reaches the task only when it is stored. "At once" is about a stored task.
+    await eventually { paged.nextPageLoadableForTesting?.runnerIsAttachedForTesting == true }
 
     paged.sync()  // the refresh
     #expect(source.control.cancelledCount == 1, "the next page's request was cancelled at once")

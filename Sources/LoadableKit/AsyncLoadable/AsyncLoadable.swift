@@ -208,6 +208,10 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// How many callers and completion handlers wait for the running attempt (for tests).
   var waiterCount: Int { state.withLock(owner: self) { $0.attempt?.waitingCount ?? 0 } }
 
+  /// Whether the running attempt's task (or driver) is stored: until then a cancel reaches it only
+  /// once the launcher stores it (``LoadStateMachine/attach(_:to:)``), for tests.
+  var runnerIsAttachedForTesting: Bool { state.withLock(owner: self) { $0.attempt.map { !$0.runner.isNone } ?? false } }
+
   /// The attempts' tasks waiting for the gate, for tests.
   var gateQueueCountForTesting: Int { state.withLock(owner: self) { $0.extras?.gateQueue.count ?? 0 } }
 

@@ -45,6 +45,8 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
   private let slots = Mutex(Slots())
   /// Observation of the page loads' properties (the first page's go through the engine's).
   private let pageRegistrar = ObservationRegistrar()
+  /// The next page's load, if any, for tests.
+  var nextPageLoadableForTesting: PageLoadable<Cursor, Item>? { slots.withLock(owner: self) { $0.next } }
   /// The handlers of ``observePages(_:)``.
   let observers = Mutex(PageObservers<Cursor, Item>())
 
