@@ -124,7 +124,7 @@ struct LoadStateMachineTests {
       }
       let result: Result<AnyContentBox, any Error> = name == "finish-success" ? .success(ContentBox(7)) : .failure(Boom(code: 7))
       event = machine.finish(attempt, with: result, now: .now).event
-    case "cancel": event = machine.cancel().event
+    case "cancel": event = machine.cancel().effects?.event
     case "write": event = machine.write(ContentBox(8)).event
     case "forget": event = machine.forget().effects.event
     case "supersede":
@@ -193,7 +193,7 @@ struct LoadStateMachineTests {
     guard case (.started(let cancelled), _) = machine.decide(
       .load, needsSync: true, waiter: Self.waiter(answers), byDependent: false, callerCancelled: false)
     else { Issue.record("not started"); return }
-    let cancel = machine.cancel()
+    guard case .ended(let cancel) = machine.cancel() else { Issue.record("not cancelled"); return }
     for case let (_, waiter)? in cancel.waiters { waiter.resume(with: cancel.result) }
     #expect(machine.status == .failed && machine.error is CancellationError)
     #expect(cancel.cancel.isNone && cancel.endedAttempt && !cancel.attemptCommitted)
@@ -210,8 +210,8 @@ struct LoadStateMachineTests {
   @Test func cancelWithNothingRunningDoesNothing() {
     for status in [LoadStatus.notLoaded, .loaded, .failed] {
       var machine = Self.machine(status)
-      let effects = machine.cancel()
-      #expect(machine.status == status && effects.event == nil && !effects.endedAttempt)
+      let action = machine.cancel()
+      #expect(machine.status == status && action.effects == nil, "nothing to do")
     }
   }
 
@@ -228,11 +228,11 @@ struct LoadStateMachineTests {
     // (`LoadWaiter.dependent`) does not, and that is the case this test is about.
     attempt.standing = .forDependents
     // One of two leaves: the attempt goes on for the other.
-    let (left, none) = machine.removeWaiter(first.id)
+    let (left, none) = machine.removeWaiter(first.id).parts
     #expect(left != nil && none == nil && machine.attempt === attempt)
-    #expect(machine.removeWaiter(first.id).waiter == nil, "a waiter leaves once")
+    #expect(machine.removeWaiter(first.id).parts.waiter == nil, "a waiter leaves once")
     // The last leaves: nobody else wants it, so it is cancelled and the loadable put back.
-    let (last, effects) = machine.removeWaiter(second.id)
+    let (last, effects) = machine.removeWaiter(second.id).parts
     #expect(last != nil)
     #expect(effects?.endedAttempt == true && effects?.attemptCommitted == false)
     #expect(machine.attempt == nil && machine.status == .loaded && machine.content(as: Int.self) == 1)
@@ -247,7 +247,7 @@ struct LoadStateMachineTests {
     else { Issue.record("not started"); return }
     attempt.standing = .forDependents  // as a dependent's wait leaves it (see above)
     _ = machine.decide(.sync, needsSync: true, waiter: nil, byDependent: false, callerCancelled: false)
-    let (left, effects) = machine.removeWaiter(dependent.id)
+    let (left, effects) = machine.removeWaiter(dependent.id).parts
     #expect(left != nil && effects == nil)
     #expect(machine.attempt === attempt && machine.status == .loading)
   }
@@ -375,15 +375,21 @@ struct LoadStateMachineTests {
         stale.append(attempt)
         waiting = []
       case 4:
-        let effects = machine.cancel()
-        event = effects.event
-        if let attempt = effects.released.attempt { stale.append(attempt) }
-        settle(effects)
+        let running = machine.attempt
+        switch machine.cancel() {
+        case .none:
+          #expect(running == nil, "step \(step): cancel does nothing only when nothing runs")
+        case .ended(let effects):
+          #expect(effects.released.attempt === running, "step \(step): cancel ends the running attempt")
+          event = effects.event
+          if let attempt = effects.released.attempt { stale.append(attempt) }
+          settle(effects)
+        }
         waiting = []
       case 5:
         guard !waiting.isEmpty else { continue }
         let id = waiting.remove(at: Int(generator.next() % UInt64(waiting.count)))
-        let (waiter, effects) = machine.removeWaiter(id)
+        let (waiter, effects) = machine.removeWaiter(id).parts
         waiter?.resume(with: .failure(CancellationError()))
         if waiter != nil { answered.insert(id) }
         if let effects {
@@ -442,7 +448,7 @@ struct LoadStateMachineTests {
         guard !interest.isEmpty else { continue }
         let held = interest.remove(at: Int(generator.next() % UInt64(interest.count)))
         let wasCurrent = held === machine.attempt
-        let effects = machine.removeInterest(from: held)
+        let effects = machine.removeInterest(from: held).effects ?? LoadEffects()
         event = effects.event
         settle(effects)
         if effects.endedAttempt {
@@ -489,6 +495,25 @@ extension RunningAttempt {
     case .notLoaded: .notLoaded
     case .loaded: .loaded
     case .failed: .failed
+    }
+  }
+}
+
+extension EndAction {
+  /// The effects, when the attempt ended.
+  var effects: LoadEffects? {
+    if case .ended(let effects) = self { return effects }
+    return nil
+  }
+}
+
+extension LeaveAction {
+  /// The waiter that left, if it was there, and the effects, when its leaving undid the attempt.
+  var parts: (waiter: LoadWaiter?, effects: LoadEffects?) {
+    switch self {
+    case .gone: (nil, nil)
+    case .left(let waiter): (waiter, nil)
+    case .leftLast(let waiter, let effects): (waiter, effects)
     }
   }
 }

@@ -34,13 +34,13 @@ extension LoadStateMachine {
 
   /// Removes the unit of interest `held` holds. When `held` is still running and nobody else wants
   /// it or waits for it, it is cancelled and the loadable goes back to how it was before it.
-  mutating func removeInterest(from held: Attempt) -> Effects {
-    guard held.interest > 0 else { return Effects() }
+  mutating func removeInterest(from held: Attempt) -> EndAction {
+    guard held.interest > 0 else { return .none }
     held.interest -= 1
     guard let attempt, attempt === held, case .forDependents = attempt.standing,
       attempt.waitingCount == 0, attempt.interest == 0
-    else { return Effects() }
-    return cancelAndRestore(attempt)
+    else { return .none }
+    return .ended(cancelAndRestore(attempt))
   }
 }
 
@@ -53,7 +53,7 @@ extension AsyncLoadable {
 
   /// ``LoadStateMachine/removeInterest(from:)`` under the loadable's lock; the caller performs
   /// the effects (``perform(_:)``) after leaving every lock.
-  final func removeInterest(from held: LoadStateMachine.Attempt) -> LoadStateMachine.Effects {
+  final func removeInterest(from held: LoadStateMachine.Attempt) -> EndAction {
     withState { $0.removeInterest(from: held) }
   }
 

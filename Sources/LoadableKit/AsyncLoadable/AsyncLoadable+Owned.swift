@@ -40,13 +40,13 @@ extension LoadStateMachine {
   /// The owner's word on how its attempt ended: the current attempt (launched or not) ends with
   /// `result`; without one the outcome is stored all the same, so later callers get it at once.
   /// An outcome already stored is final.
-  mutating func conclude(with result: Result<AnyContentBox, any Error>, now: MonotonicInstant) -> Effects {
-    guard attempt != nil || status == .notLoaded else { return Effects() }
+  mutating func conclude(with result: Result<AnyContentBox, any Error>, now: MonotonicInstant) -> EndAction {
+    guard attempt != nil || status == .notLoaded else { return .none }
     // Without an attempt (nobody waited, and the job never ran) one is made to carry the outcome.
     let (attempt, started) = prepareOwnedAttempt()
     var effects = finish(attempt, with: result, now: now)
     if started?.startDelivery == true { effects.event?.startDelivery = true }
-    return effects
+    return .ended(effects)
   }
 }
 

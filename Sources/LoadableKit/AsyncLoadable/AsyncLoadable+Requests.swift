@@ -99,9 +99,13 @@ extension AsyncLoadable {
   /// attempt that nobody else wants any more is cancelled and put back as it was (SPEC §2). Does
   /// nothing once the waiter was answered.
   final func withdrawWaiter(_ waiterID: UInt64) {
-    let (waiter, effects) = withState { $0.removeWaiter(waiterID) }
-    if let effects { perform(effects) }  // observers first, as everywhere
-    waiter?.resume(with: .failure(CancellationError()))
+    switch withState({ $0.removeWaiter(waiterID) }) {
+    case .gone: break
+    case .left(let waiter): waiter.resume(with: .failure(CancellationError()))
+    case .leftLast(let waiter, let effects):
+      perform(effects)  // observers first, as everywhere
+      waiter.resume(with: .failure(CancellationError()))
+    }
   }
 
   /// The non-async requests: completion handlers and fire-and-forget syncs.

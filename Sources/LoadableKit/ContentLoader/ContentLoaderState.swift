@@ -103,6 +103,10 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       entryEffects.runsStatusHook = false
       self.entryEffects.append(EntryEffects(entry: entry, effects: entryEffects))
     }
+    /// Records what an event that can end `entry`'s running attempt decided, if anything.
+    mutating func record(_ action: consuming EndAction, of entry: Entry) {
+      if case .ended(let entryEffects) = consume action { record(entryEffects, of: entry) }
+    }
     /// Attempts started for claims: launched, and their status change delivered.
     var launches: [EntryLaunch] {
       get { storage?.launches ?? [] }

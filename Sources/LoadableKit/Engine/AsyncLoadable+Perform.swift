@@ -25,6 +25,11 @@ extension AsyncLoadable: EffectsHost {
     carryOut(effects)
   }
 
+  /// Carries out what an event that can end the running attempt decided, if anything.
+  final func perform(_ action: consuming EndAction) {
+    if case .ended(let effects) = consume action { carryOut(effects) }
+  }
+
   final func isEmpty(_ effects: LoadStateMachine.Effects) -> Bool {
     effects.cancel.isNone && effects.event == nil && !effects.changedContent && !effects.endedAttempt
       && effects.waiters.isEmpty

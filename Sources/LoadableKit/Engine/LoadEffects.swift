@@ -14,6 +14,35 @@ enum LoadDecision {
   case none
 }
 
+/// What an event that may end the running attempt decided: ``LoadStateMachine/cancel()``,
+/// ``LoadStateMachine/removeInterest(from:)`` and an owner's ``LoadStateMachine/conclude(with:now:)``.
+///
+/// (An attempt's result, ``LoadStateMachine/finish(_:with:now:)``, returns its ``LoadEffects``
+/// as they are, empty for a late result: on the path every load takes, taking the effects out
+/// of this enum cost a copy of them — every reference in them retained and released, some 760
+/// instructions a `map` node — which the compiler did not turn into a move.)
+enum EndAction {
+  /// Nothing to do: no attempt runs, the attempt is no longer the current one, or somebody else
+  /// still wants it.
+  case none
+  /// The running attempt ended — cancelled, cancelled and undone, or concluded by its owner —
+  /// and the effects say what follows (``AsyncLoadable/perform(_:)``).
+  case ended(LoadEffects)
+}
+
+/// What a waiting caller leaving before its answer decided
+/// (``LoadStateMachine/removeWaiter(_:)``). The caller resumes the waiter that left with
+/// `CancellationError`, after carrying out the effects.
+enum LeaveAction {
+  /// The waiter is not there: it was answered already.
+  case gone
+  /// The waiter left; the attempt goes on for the others who want it.
+  case left(LoadWaiter)
+  /// The waiter left, the last that wanted an attempt a dependent started: the attempt is
+  /// cancelled and the loadable put back as it was before it (SPEC §2).
+  case leftLast(LoadWaiter, LoadEffects)
+}
+
 /// What to do after an attempt ended, was cancelled, or lost a waiter.
 struct LoadEffects {
   var waiters = WaiterList()

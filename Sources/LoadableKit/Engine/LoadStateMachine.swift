@@ -321,8 +321,8 @@ struct LoadStateMachine {
   }
 
   /// `cancelLoad()`: the running attempt fails with `CancellationError`, with every waiter.
-  mutating func cancel() -> Effects {
-    guard let attempt else { return Effects() }
+  mutating func cancel() -> EndAction {
+    guard let attempt else { return .none }
     let failure = CancellationError()
     // The attempt holds the error before it, released with it after the lock.
     var released = Released(attempt: attempt, content: nil, error: nil)
@@ -332,22 +332,22 @@ struct LoadStateMachine {
       cancel: attempt.runner, released: released)
     effects.endedAttempt = true
     effects.attemptCommitted = false
-    return effects
+    return .ended(effects)
   }
 
   /// A waiting caller's task was cancelled: that waiter alone throws `CancellationError`. When the
   /// attempt was started by a dependent and nobody else is interested any more, the attempt is
   /// cancelled and the loadable goes back to what it was before the attempt (SPEC §2): then
-  /// `effects` says what else to do.
+  /// the action's effects say what else to do.
   ///
   /// The common case — one caller leaving an attempt others still want — hands back just the
   /// waiter, without building ``Effects``.
-  mutating func removeWaiter(_ waiterID: UInt64) -> (waiter: Waiter?, effects: Effects?) {
-    guard let attempt, let removed = attempt.remove(waiterID) else { return (nil, nil) }
+  mutating func removeWaiter(_ waiterID: UInt64) -> LeaveAction {
+    guard let attempt, let removed = attempt.remove(waiterID) else { return .gone }
     guard case .forDependents = attempt.standing, attempt.waitingCount == 0, attempt.interest == 0 else {
-      return (removed.waiter, nil)
+      return .left(removed.waiter)
     }
-    return (removed.waiter, cancelAndRestore(attempt))
+    return .leftLast(removed.waiter, cancelAndRestore(attempt))
   }
 
   /// Cancels the current `attempt`, which nobody but its dependent (or a key's claims) wanted, and
