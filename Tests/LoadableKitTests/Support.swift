@@ -86,6 +86,7 @@ extension Task {
   var outcome: Success {
     get async throws {
       let race = OutcomeRace<Success>()
+      defer { race.settle() }
       return try await withTaskCancellationHandler {
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Success, any Error>) in
           race.set(continuation)
@@ -103,6 +104,14 @@ extension Task {
 }
 
 /// A continuation resumed by whichever comes first; the others are dropped.
+///
+/// The continuation is resumed under the lock, and the resumed task takes the lock once more
+/// (``settle()``) before it goes on. That orders, for ThreadSanitizer, what `resume` reads of the
+/// continuation's context before what the resumed task later writes to the same memory. The
+/// runtime orders them itself, but when the resume comes before the task has suspended it does
+/// so through atomics ThreadSanitizer cannot see (swiftlang/swift#57803): CI reported that pair
+/// as a data race twice, in two runs out of three with a build competing for the cores
+/// (`OutcomeRace.finish` reading, `KeyedSource.waitUntil` writing the reused frame later).
 private final class OutcomeRace<Value: Sendable>: Sendable {
   private let slot = Mutex<(continuation: UnsafeContinuation<Value, any Error>?, early: Result<Value, any Error>?)>((nil, nil))
 
@@ -116,16 +125,20 @@ private final class OutcomeRace<Value: Sendable>: Sendable {
   }
 
   func finish(_ result: Result<Value, any Error>) {
-    let continuation = slot.withLock(owner: self) { slot -> UnsafeContinuation<Value, any Error>? in
+    slot.withLock(owner: self) { slot in
       guard let continuation = slot.continuation else {
         if slot.early == nil { slot.early = result }
-        return nil
+        return
       }
       slot.continuation = nil
       slot.early = .failure(StillRunning())  // finished: later results are dropped
-      return continuation
+      continuation.resume(with: result)  // under the lock: see the type's documentation
     }
-    continuation?.resume(with: result)
+  }
+
+  /// Called by the resumed task before it goes on: see the type's documentation.
+  func settle() {
+    slot.withLock(owner: self) { _ in }
   }
 }
 
