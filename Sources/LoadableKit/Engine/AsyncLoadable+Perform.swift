@@ -11,7 +11,7 @@ extension AsyncLoadable: EffectsHost {
   ///
   /// Always inlined: called out of line, its result — of a generic type, in the library's
   /// unspecialized code — went through memory and the type's value witnesses on every event
-  /// (a `map` node: 1,170 instructions of 38,896 to build, load and release it).
+  /// (a `map` node built, loaded and released: 22,179 instructions, 21,542 inlined).
   @usableFromInline @inline(__always)
   final func withState<R>(_ body: (inout LoadStateMachine) -> R) -> R {
     state.withLock(owner: self) { state in
