@@ -110,8 +110,9 @@ extension Task {
 /// continuation's context before what the resumed task later writes to the same memory. The
 /// runtime orders them itself, but when the resume comes before the task has suspended it does
 /// so through atomics ThreadSanitizer cannot see (swiftlang/swift#57803): CI reported that pair
-/// as a data race twice, in two runs out of three with a build competing for the cores
-/// (`OutcomeRace.finish` reading, `KeyedSource.waitUntil` writing the reused frame later).
+/// as a data race in both runs that had a build competing for the cores during the
+/// ThreadSanitizer step (`OutcomeRace.finish` reading, `KeyedSource.waitUntil` writing the reused
+/// frame later).
 private final class OutcomeRace<Value: Sendable>: Sendable {
   private let slot = Mutex<(continuation: UnsafeContinuation<Value, any Error>?, early: Result<Value, any Error>?)>((nil, nil))
 
