@@ -6,7 +6,7 @@ import re, subprocess, sys
 from collections import defaultdict
 
 def costs(path, inclusive):
-    args = ["callgrind_annotate", "--threshold=100"] + (["--inclusive=yes"] if inclusive else []) + [path]
+    args = ["callgrind_annotate", "--threshold=100", "--tree=none", "--auto=no"] + (["--inclusive=yes"] if inclusive else []) + [path]
     text = subprocess.run(args, capture_output=True, text=True).stdout
     text = subprocess.run(["swift", "demangle", "--simplified"], input=text, capture_output=True, text=True).stdout
     total, out = 0, defaultdict(int)
