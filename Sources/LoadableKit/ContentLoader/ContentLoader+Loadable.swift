@@ -240,6 +240,11 @@ extension ContentLoader {
     /// generic, so reading them in the library's unspecialized code looks up their metadata and
     /// their tuples' (about a tenth of a key's load).
     let hasInterimMark = Atomic<Bool>(false)
+    /// The key came with a prior value (the `existingValue` hook's). Only a removal drops it, and
+    /// none adds one later: with ``hasInterimMark`` unset, an entry created without one holds
+    /// neither a prior nor an interim value, which ``ContentLoaderState/hasValue(_:)`` reads without
+    /// the versions' lock and their types' metadata.
+    let cameWithPrior: Bool
     /// Handed out by ``ContentLoader/loadable(for:)`` (set under the loader's lock, read in
     /// `deinit`, which takes no lock).
     let wasHandedOut = Atomic<Bool>(false)
@@ -279,6 +284,7 @@ extension ContentLoader {
       self.costOf = cost
       self.loadValue = load
       self.loader = loader
+      self.cameWithPrior = prior != nil
       self.versions = Mutex(Versions(prior: prior, priorCost: prior.map { cost?($0.value) ?? 0 } ?? 0))
       super.init()
     }

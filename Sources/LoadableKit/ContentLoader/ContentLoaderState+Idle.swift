@@ -17,7 +17,15 @@ extension ContentLoaderState {
   /// Whether the entry has a value to show: content, a prior value, or an interim value.
   func hasValue(_ entry: Entry) -> Bool {
     if let shown = entry.shown, shown.contentVersion > 0 { return true }
-    return entry.versions.withLock(owner: entry) { $0.prior != nil || $0.interim != nil }
+    guard entry.cameWithPrior || entry.hasInterimMark.load(ordering: .acquiring) else { return false }
+    return holdsPriorOrInterim(entry)
+  }
+
+  /// Whether the entry's versions hold a prior or an interim value: in a function of its own, so
+  /// that ``hasValue(_:)`` looks up their types' metadata only for an entry that may hold one.
+  @inline(never)
+  private func holdsPriorOrInterim(_ entry: Entry) -> Bool {
+    entry.versions.withLock(owner: entry) { $0.prior != nil || $0.interim != nil }
   }
 
   mutating func linkIdle(_ entry: Entry, now: Duration) {
@@ -78,7 +86,7 @@ extension ContentLoaderState {
     index.removeValue(forKey: entry.key)
     entry.isInIndex = false
     totalCost -= entry.cost
-    effects.released.entries.append(entry)
+    effects.releasedObjects.append(entry)
     emit(.evicted(entry.key), &effects)
   }
 

@@ -47,7 +47,7 @@ extension ContentLoaderState {
     case .superseded(let fresh, let superseded, let stateEffects):
       // The claims' interest moved with the waiters.
       if entry.held === superseded { entry.held = fresh }
-      effects.released.attempts.append(superseded)
+      effects.releasedObjects.append(superseded)
       effects.record(stateEffects, of: entry)
       reserveSlot(for: entry, attempt: fresh)
       effects.launches.append(EntryLaunch(entry: entry, attempt: fresh, event: nil))
@@ -62,7 +62,7 @@ extension ContentLoaderState {
       if addInterest(entry, starting: .refresh, &effects) { entry.refreshPending = false }
       if let previous {
         effects.record(entry.removeInterest(from: previous), of: entry)
-        effects.released.attempts.append(previous)
+        effects.releasedObjects.append(previous)
       }
     }
   }

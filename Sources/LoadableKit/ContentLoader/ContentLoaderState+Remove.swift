@@ -13,7 +13,7 @@ extension ContentLoaderState {
     entry.refreshPending = false
     if let fresh = outcome.fresh, let superseded = outcome.superseded {
       if entry.held === superseded { entry.held = fresh }
-      effects.released.attempts.append(superseded)
+      effects.releasedObjects.append(superseded)
       effects.record(outcome.effects, of: entry)
       guard entry.isInIndex else {
         effects.launches.append(EntryLaunch(entry: entry, attempt: fresh, event: nil))
@@ -35,7 +35,7 @@ extension ContentLoaderState {
       addInterest(entry, starting: .load, &effects)
       if let previous {
         effects.record(entry.removeInterest(from: previous), of: entry)
-        effects.released.attempts.append(previous)
+        effects.releasedObjects.append(previous)
       }
     }
     sync(entry, &effects)

@@ -68,14 +68,8 @@ extension ContentLoaderState {
     // Until some interim value or removal moved the mark, it is zero and no interim value is
     // held: nothing to read under the versions' lock (`KeyedLoadable.hasInterimMark`).
     // (No tuple of the two: a tuple holding a generic type is looked up at run time too.)
-    var interimMark: UInt64 = 0
-    if entry.hasInterimMark.load(ordering: .acquiring) {
-      let retired = entry.versions.withLock(owner: entry) { versions in
-        interimMark = versions.interimMark
-        return versions.takeRetiredInterim(at: read.contentVersion)
-      }
-      if let retired { effects.released.interims.append(retired) }
-    }
+    let interimMark =
+      entry.hasInterimMark.load(ordering: .acquiring) ? takeRetiredInterim(of: entry, at: read.contentVersion, &effects) : 0
     let changed =
       previous == nil || previous!.status != read.status || previous!.contentVersion != read.contentVersion
       || previous!.attempt !== read.attempt || previous!.waiting != waiting || previous!.interimMark != interimMark
@@ -86,19 +80,15 @@ extension ContentLoaderState {
     entry.forgot = false
     if let old = previous?.attempt, old !== read.attempt {
       attemptEnded(entry, old, &effects)
-      effects.released.attempts.append(old)
+      effects.releasedObjects.append(old)
     }
     if let previous, previous.waiting != waiting, entry.hasRegistrar.load(ordering: .acquiring) {
-      enqueue(.keyChanged(entry), &effects)
+      enqueueKeyChanged(entry, &effects)
     }
     entry.shown = Loader.Shown(
       status: read.status, contentVersion: read.contentVersion, attempt: read.attempt, waiting: waiting,
       interimMark: interimMark)
-    if totalCostLimit != nil {
-      let cost = entry.versions.withLock(owner: entry) { $0.shownCost(at: read.contentVersion) }
-      if entry.isInIndex { totalCost += cost - entry.cost }
-      entry.cost = cost
-    }
+    if totalCostLimit != nil { countCost(of: entry, at: read.contentVersion) }
     if let attempt = read.attempt, attempt !== previous?.attempt {
       entry.attemptMark = nextUniqueID()
       // A load that superseded the one shown (a refresh, SPEC §5) is no change to tell: the key
@@ -133,6 +123,37 @@ extension ContentLoaderState {
     }
   }
 
+  // `record(_:previous:_:waiting:_:)`'s rarer work, each in a function of its own: the library's
+  // unspecialized code looks up the metadata of a generic type it names (the versions, an interim
+  // value, a delivery) at run time, ~330 instructions each, when the function that names it is
+  // entered — in `record`, three a call, though most keys hold no interim value, are observed by
+  // no registrar and count no cost.
+
+  /// The entry's interim mark, taking an interim value that the content retired into `effects`.
+  @inline(never)
+  private func takeRetiredInterim(of entry: Entry, at counter: UInt64, _ effects: inout Effects) -> UInt64 {
+    var interimMark: UInt64 = 0
+    let retired = entry.versions.withLock(owner: entry) { versions in
+      interimMark = versions.interimMark
+      return versions.takeRetiredInterim(at: counter)
+    }
+    if let retired { effects.released.interims.append(retired) }
+    return interimMark
+  }
+
+  @inline(never)
+  private mutating func enqueueKeyChanged(_ entry: Entry, _ effects: inout Effects) {
+    enqueue(.keyChanged(entry), &effects)
+  }
+
+  /// Counts the cost of the value the entry shows in the loader's total.
+  @inline(never)
+  private mutating func countCost(of entry: Entry, at counter: UInt64) {
+    let cost = entry.versions.withLock(owner: entry) { $0.shownCost(at: counter) }
+    if entry.isInIndex { totalCost += cost - entry.cost }
+    entry.cost = cost
+  }
+
   /// A refresh that came while an attempt ran starts once it ended, if the key is still claimed.
   private mutating func refreshIfPending(_ entry: Entry, attempt: Attempt?, _ effects: inout Effects) {
     if attempt == nil, entry.refreshPending, entry.claimCount > 0 {
@@ -152,7 +173,7 @@ extension ContentLoaderState {
   mutating func settle(_ entry: Entry, now: Duration, _ effects: inout Effects) {
     if let held = entry.held, entry.shown?.attempt !== held {
       entry.held = nil
-      effects.released.attempts.append(held)
+      effects.releasedObjects.append(held)
       if let timer = entry.graceTimer {
         entry.graceTimer = nil
         if let task = timer.task { effects.cancelTasks.append(task) }

@@ -61,6 +61,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       @exclusivity(unchecked) var startTimers: [(Entry, UInt64)]?
       @exclusivity(unchecked) var reprioritized: [(Entry, ClaimPriority, Bool)]?
       @exclusivity(unchecked) var grantedSlots: [LoadLimiter.Continuation] = []
+      @exclusivity(unchecked) var releasedObjects: [AnyObject] = []
       @exclusivity(unchecked) var released: Released?
     }
 
@@ -138,6 +139,14 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       get { storage?.grantedSlots ?? [] }
       _modify { yield &more.grantedSlots }
     }
+    /// Entries and attempts the state let go of, released with the effects (see ``Released``):
+    /// classes, held without their generic types, so that a key let go of or an attempt ended
+    /// creates no ``Released``, whose lists' types the library's unspecialized code looks up at
+    /// run time (six of them, ~330 instructions each).
+    var releasedObjects: [AnyObject] {
+      get { storage?.releasedObjects ?? [] }
+      _modify { yield &more.releasedObjects }
+    }
     var released: Released {
       get { storage?.released ?? Released() }
       _modify {
@@ -148,12 +157,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     }
   }
 
-  /// References the state let go of. Each may be the last one to a user value (an entry holds its
-  /// content and error, an attempt the content before it, a sink the user's closure), so they are
-  /// destroyed with the effects, after the lock is released.
+  /// References the state let go of. Each may be the last one to a user value (a sink holds the
+  /// user's closure, a snapshot or a version a user value), so they are destroyed with the
+  /// effects, after the lock is released. Entries and attempts (an entry holds its content and
+  /// error, an attempt the content before it) go in ``Effects/releasedObjects``.
   struct Released {
-    var entries: [Entry] = []
-    var attempts: [Attempt] = []
     var sinks: [Loader.ClaimSink] = []
     var snapshots: [Snapshot] = []
     var contents: [LoadSnapshot<Value>] = []
@@ -206,11 +214,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// again, or `fresh` (made outside the lock), or `nil` when a fresh one must be made.
   mutating func entry(for key: Key, fresh: Entry?, _ effects: inout Effects) -> Entry? {
     if let entry = index[key] {
-      if let fresh { effects.released.entries.append(fresh) }
+      if let fresh { effects.releasedObjects.append(fresh) }
       return entry
     }
     if let handed = handedOut[key], let entry = handed.entry {
-      if let fresh { effects.released.entries.append(fresh) }
+      if let fresh { effects.releasedObjects.append(fresh) }
       insert(entry, &effects)
       return entry
     }
@@ -421,7 +429,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     guard let held = entry.held else { return }
     entry.held = nil
     effects.record(entry.removeInterest(from: held), of: entry)
-    effects.released.attempts.append(held)
+    effects.releasedObjects.append(held)
     sync(entry, &effects)
   }
 
@@ -443,7 +451,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       entry.newer = nil
       entry.isIdleLinked = false
       entry.isInIndex = false
-      effects.released.entries.append(entry)
+      effects.releasedObjects.append(entry)
     }
     index.removeAll()
     handedOut.removeAll()
