@@ -121,6 +121,22 @@ struct ContentLoaderListTests {
     #expect(loader.count == 2)
   }
 
+  /// A prior value (the `existingValue` hook's) shown by an idle entry costs what `cost` says,
+  /// like a loaded value.
+  @Test func idlePriorValuesCountTowardTheTotalCost() async {
+    let source = KeyedSource()
+    let loader = Loader(
+      idleTimeout: nil, cost: { $0.count }, totalCostLimit: 10,
+      existingValue: { _ in ("cached", 0) },  // costs 6
+      load: { try await source.load($0) })
+    var events = Reader(loader.events)
+    loader.begin(0).end()  // its load cancelled: back to its prior value, idle
+    #expect(loader.count == 1 && loader.snapshot(for: 0)?.value == "cached")
+    loader.begin(1).end()  // 6 + 6 > 10: the least recently used goes
+    #expect(await events.skip(until: event(.evicted(0))).allSatisfy { !$0.hasPrefix("evicted") })
+    #expect(loader.count == 1 && loader.snapshot(for: 1)?.value == "cached")
+  }
+
   /// Thumbnails defect: a claim that ends very soon after it begins could miss its first
   /// snapshot, when another thread was delivering notifications at that moment.
   @Test func aClaimEndedBeforeItsFirstSnapshotWasDeliveredStillGetsIt() async {

@@ -42,6 +42,7 @@ extension ContentLoader {
 
   /// The data source's load: the closure of the initializer it was given to, called as it is (no
   /// wrapper closure a load).
+  @usableFromInline
   enum DataSourceLoad: Sendable {
     case plain(@Sendable (Key) async throws -> (value: Value, version: Version))
     case withInterimValues(@Sendable (Key, InterimValues) async throws -> (value: Value, version: Version))

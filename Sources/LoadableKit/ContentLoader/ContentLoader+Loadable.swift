@@ -62,17 +62,29 @@ extension ContentLoader {
   @usableFromInline
   struct Versions {
     @usableFromInline var prior: (value: Value, version: Version)?
-    var priorCost = 0
+    @usableFromInline var priorCost: Int
     /// The newest interim value a load delivered, shown in place of the content and the prior
     /// value, which are older, until a newer value replaces it.
     @usableFromInline var interim: HeldInterim?
     /// Counts the interim values taken and dropped: the loader tells its claims of each.
-    var interimMark: UInt64 = 0
+    @usableFromInline var interimMark: UInt64
     /// The attempt that last returned its result: its interim values come too late.
-    var returned: UInt64?
+    @usableFromInline var returned: UInt64?
     /// The version of the content that the loadable's `contentVersion` counter names: the
     /// current content, and the one the attempt running may produce.
-    @usableFromInline var slots: [(counter: UInt64, version: Version, loadedAt: Duration, cost: Int)] = []
+    @usableFromInline var slots: [(counter: UInt64, version: Version, loadedAt: Duration, cost: Int)]
+
+    /// A new key's versions: its prior value, if any, and nothing loaded yet (inlinable, with the
+    /// entry's initializer: see ``ContentLoader/makeEntry(_:)``).
+    @inlinable
+    init(prior: (value: Value, version: Version)?, priorCost: Int) {
+      self.prior = prior
+      self.priorCost = priorCost
+      interim = nil
+      interimMark = 0
+      returned = nil
+      slots = []
+    }
 
     /// The interim value shown when the content's counter is `counter`, if any.
     @inlinable func shownInterim(at counter: UInt64) -> HeldInterim? {
@@ -209,12 +221,12 @@ extension ContentLoader {
   @usableFromInline
   final class KeyedLoadable: AsyncLoadable<Value>, @unchecked Sendable {
     @usableFromInline let key: Key
-    let loadValue: DataSourceLoad
-    weak var loader: ContentLoader?
+    @usableFromInline let loadValue: DataSourceLoad
+    @usableFromInline weak var loader: ContentLoader?
     @usableFromInline let versions: Mutex<Versions>
     /// The loader's timeline, when values go stale by age.
-    let clock: Timeline?
-    let costOf: (@Sendable (Value) -> Int)?
+    @usableFromInline let clock: Timeline?
+    @usableFromInline let costOf: (@Sendable (Value) -> Int)?
 
     // Under the loader's lock, so without the dynamic exclusivity checks (each access to a class's
     // stored `var` costs a check otherwise, about 90 instructions; a claim's begin and end made
@@ -244,7 +256,7 @@ extension ContentLoader {
     /// none adds one later: with ``hasInterimMark`` unset, an entry created without one holds
     /// neither a prior nor an interim value, which ``ContentLoaderState/hasValue(_:)`` reads without
     /// the versions' lock and their types' metadata.
-    let cameWithPrior: Bool
+    @usableFromInline let cameWithPrior: Bool
     /// Handed out by ``ContentLoader/loadable(for:)`` (set under the loader's lock, read in
     /// `deinit`, which takes no lock).
     let wasHandedOut = Atomic<Bool>(false)
@@ -274,6 +286,7 @@ extension ContentLoader {
     @exclusivity(unchecked) var newer: KeyedLoadable?
     @exclusivity(unchecked) var older: KeyedLoadable?
 
+    @inlinable
     init(
       loader: ContentLoader, key: Key, prior: (value: Value, version: Version)?,
       load: DataSourceLoad, clock: Timeline?,

@@ -53,15 +53,15 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   @usableFromInline typealias State = ContentLoaderState<Key, Value, Version>
 
   @usableFromInline let state: Mutex<State>
-  let loadValue: DataSourceLoad
-  let existingValue: @Sendable (Key) -> (value: Value, version: Version)?
-  let timeline: Timeline
+  @usableFromInline let loadValue: DataSourceLoad
+  @usableFromInline let existingValue: @Sendable (Key) -> (value: Value, version: Version)?
+  @usableFromInline let timeline: Timeline
   let gracePeriod: Duration
   let tracksIdleTime: Bool
   /// How old a value may be before its next first claim refreshes it; `nil` never.
-  let staleAfter: Duration?
+  @usableFromInline let staleAfter: Duration?
   /// The cost of a value, when there is a total cost limit.
-  let cost: (@Sendable (Value) -> Int)?
+  @usableFromInline let cost: (@Sendable (Value) -> Int)?
   /// Bounds the loads running at once, when `maximumConcurrentLoads` is set.
   let limiter: LoadLimiter?
   /// The loader's name: its keys' loadables are named `name[key]`.
@@ -71,7 +71,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// The executor the loader's tasks run on, if one was given.
   let taskExecutor: (any TaskExecutor)?
   /// Retry policy and timeout for every key's loads, if given.
-  let loadOptions: LoadOptions?
+  @usableFromInline let loadOptions: LoadOptions?
 
   /// Creates a loader.
   ///
@@ -349,7 +349,12 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   }
 
   /// A new entry for `key`, made outside the lock: the `existingValue` hook is user code.
-  @usableFromInline
+  ///
+  /// Inlinable, with the entry's initializer: a claim on a key the loader holds nothing for makes
+  /// its entry here, specialized for the caller's types, instead of in the library's
+  /// unspecialized code, which looked up the metadata of the entry's generic types at run time
+  /// (the versions, their tuples and optionals: about a dozen, ~330 instructions each).
+  @inlinable
   func makeEntry(_ key: Key) -> KeyedLoadable {
     let entry = KeyedLoadable(
       loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline,

@@ -4,6 +4,7 @@
 /// `any Clock<Duration>` cannot be stored next to its own `Instant` in a non-generic place, so the
 /// clock is opened once, here, and its instants are turned into plain `Duration` offsets that the
 /// state machine can compare and store.
+@usableFromInline
 struct Timeline: Sendable {
   /// The time elapsed since the loader was created.
   let now: @Sendable () -> Duration
