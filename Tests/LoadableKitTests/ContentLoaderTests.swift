@@ -423,6 +423,9 @@ struct ContentLoaderTests {
 
     loader.begin(2).end()
     try await clock.waitForSleepers(1)
+    // The load must have reached the source for the source to see it cancelled: a task cancelled
+    // before it runs never calls the data source (CI, 58e564a: the wait below hung).
+    await source.waitForStarts(2)
     await clock.advance(by: .seconds(4))
     #expect(clock.sleeperCount == 1 && loader.snapshot(for: 2)?.status == .loading)
     await clock.advance(by: .seconds(1))
