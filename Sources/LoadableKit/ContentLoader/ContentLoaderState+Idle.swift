@@ -87,7 +87,10 @@ extension ContentLoaderState {
     entry.isInIndex = false
     totalCost -= entry.cost
     effects.releasedObjects.append(entry)
-    emit(.evicted(entry.key), &effects)
+    // No event built for a loader nobody listens to: in the library's unspecialized code, making
+    // one (and walking the empty list of streams) looks up the types of the event, the delivery
+    // and the stream at run time, on every eviction.
+    if hasEventSinks { emit(.evicted(entry.key), &effects) }
   }
 
   /// The sweeper woke: evicts the entries idle for `idleTimeout` or longer. Returns when to wake

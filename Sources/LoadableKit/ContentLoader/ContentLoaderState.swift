@@ -75,8 +75,12 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     init() {}
 
     /// The storage, created on first use.
+    ///
+    /// It and the accessors that record what a key's claim, load and release do are always
+    /// inlined: a method of `Effects` called out of line from the library's unspecialized code
+    /// takes the metadata of `Effects` itself, which the caller looks up at run time.
     var more: Storage {
-      mutating get {
+      @inline(__always) mutating get {
         if let storage { return storage }
         let storage = Storage()
         self.storage = storage
@@ -86,12 +90,12 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
     var cancelTasks: [Task<Void, Never>] {
       get { storage?.cancelTasks ?? [] }
-      _modify { yield &more.cancelTasks }
+      @inline(__always) _modify { yield &more.cancelTasks }
     }
     /// Effects of an entry's state machine (a cancelled attempt, a restored state).
     var entryEffects: [EntryEffects] {
       get { storage?.entryEffects ?? [] }
-      _modify {
+      @inline(__always) _modify {
         let storage = more
         if storage.entryEffects == nil { storage.entryEffects = [] }
         yield &storage.entryEffects!
@@ -100,18 +104,20 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     /// Records what an event of `entry`'s machine returned, to be carried out with these effects,
     /// phase by phase. The loader decided it, and read the key's state under its lock when it did:
     /// the entry need not tell the loader of the change (``KeyedLoadable/statusDidChange()``).
+    @inline(__always)
     mutating func record(_ entryEffects: consuming LoadStateMachine.Effects, of entry: Entry) {
       entryEffects.runsStatusHook = false
       self.entryEffects.append(EntryEffects(entry: entry, effects: entryEffects))
     }
     /// Records what an event that can end `entry`'s running attempt decided, if anything.
+    @inline(__always)
     mutating func record(_ action: consuming EndAction, of entry: Entry) {
       if case .ended(let entryEffects) = consume action { record(entryEffects, of: entry) }
     }
     /// Attempts started for claims: launched, and their status change delivered.
     var launches: [EntryLaunch] {
       get { storage?.launches ?? [] }
-      _modify {
+      @inline(__always) _modify {
         let storage = more
         if storage.launches == nil { storage.launches = [] }
         yield &storage.launches!
@@ -145,7 +151,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     /// run time (six of them, ~330 instructions each).
     var releasedObjects: [AnyObject] {
       get { storage?.releasedObjects ?? [] }
-      _modify { yield &more.releasedObjects }
+      @inline(__always) _modify { yield &more.releasedObjects }
     }
     var released: Released {
       get { storage?.released ?? Released() }
