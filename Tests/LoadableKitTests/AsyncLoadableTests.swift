@@ -43,7 +43,10 @@ struct AsyncLoadableTests {
     await #expect(throws: CancellationError.self) { try await first.value }
     loadable.load { _ in resumed.append(3) }
     #expect(loadable.waiterCount == 2)
-    control.resolve(1)
+    // The attempt's task may not have reached the load yet: a resolve before that resolves
+    // nothing (CI, a3f7763, under ThreadSanitizer: no completion ever came).
+    try await control.waitForStart()
+    #expect(control.resolve(1))
     await eventually { resumed.count == 2 }
     #expect(resumed.values == [2, 3])
   }
@@ -58,7 +61,8 @@ struct AsyncLoadableTests {
     #expect(loadable.waiterCount == 1)
     #expect(loadable.loadStatus == .loading)
     #expect(control.cancelledCount == 0, "the attempt itself goes on")
-    control.resolve(3)
+    try await control.waitForStart()
+    #expect(control.resolve(3))
     #expect(try await second.value == 3)
     #expect(loadable.loadStatus == .loaded)
   }
