@@ -14,15 +14,26 @@ func waitUntilRaised(to priority: TaskPriority) async {
   for _ in 0..<10_000 where Task.currentPriority < priority { await Task.yield() }
 }
 
-/// Yields until `condition` holds, without sleeping; fails the test after `limit` yields.
+/// Yields until `condition` holds, without sleeping; fails the test once it has yielded `limit`
+/// times *and* `timeout` of real time has passed: a bound on a condition that never comes, not a
+/// way to wait. Either bound alone fails correct tests: under ThreadSanitizer on a busy machine a
+/// condition that needs another thread's progress ran out of the count (in a fresh-clone CI run),
+/// and behind thousands of queued tasks each yield waits its turn, so the count takes longer than
+/// the time (the stress tests, under ThreadSanitizer beside two busy processes).
 func eventually(
-  _ limit: Int = 200_000, _ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+  _ limit: Int = 200_000, timeout: Duration = .seconds(20), _ condition: () -> Bool,
+  sourceLocation: SourceLocation = #_sourceLocation
 ) async {
-  for _ in 0..<limit {
-    if condition() { return }
+  let deadline = ContinuousClock.now.advanced(by: timeout)
+  var yields = 0
+  while !condition() {
+    if yields >= limit, ContinuousClock.now >= deadline {
+      Issue.record("condition never became true", sourceLocation: sourceLocation)
+      return
+    }
+    yields += 1
     await Task.yield()
   }
-  Issue.record("condition never became true", sourceLocation: sourceLocation)
 }
 
 /// A thread-safe list that tests append to from handlers.
