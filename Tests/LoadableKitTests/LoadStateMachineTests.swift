@@ -126,7 +126,15 @@ struct LoadStateMachineTests {
       event = machine.finish(attempt, with: result, now: .now).event
     case "cancel": event = machine.cancel().effects?.event
     case "write": event = machine.write(ContentBox(8)).event
-    case "forget": event = machine.forget().effects.event
+    case "forget":
+      switch machine.forget() {
+      case .cleared(let effects):
+        event = effects.event
+        #expect(running == nil, "forget clears only when nothing runs")
+      case .superseded(let fresh, let old, let effects):
+        event = effects.event
+        #expect(fresh === machine.attempt && old === running && fresh !== old, "the fresh attempt takes the place")
+      }
     case "supersede":
       if case .superseded(let fresh, let old, _) = machine.supersede(intent: .load) {
         #expect(fresh === machine.attempt && old === running && fresh !== old, "the fresh attempt takes the place")
@@ -431,12 +439,21 @@ struct LoadStateMachineTests {
         }
       case 9:
         // The content dropped (a key removed): a running attempt is superseded, nobody is failed.
-        let outcome = machine.forget()
-        event = outcome.effects.event
-        if let superseded = outcome.superseded { stale.append(superseded) }
+        let running = machine.attempt
+        switch machine.forget() {
+        case .cleared(let effects):
+          event = effects.event
+          #expect(running == nil && machine.status == .notLoaded, "step \(step): forget clears only when nothing runs")
+          #expect(effects.waiters.first == nil, "step \(step): forget answers nobody")
+        case .superseded(let fresh, let superseded, let effects):
+          event = effects.event
+          stale.append(superseded)
+          #expect(superseded === running, "step \(step): forget supersedes the running attempt")
+          #expect(fresh === machine.attempt && machine.status == .loading, "step \(step): the fresh attempt is current")
+          #expect(superseded.waitingCount == 0, "step \(step): the superseded attempt keeps no waiter")
+          #expect(effects.waiters.first == nil, "step \(step): forget answers nobody")
+        }
         #expect(machine.content(as: Int.self) == nil, "step \(step): the content is dropped")
-        #expect(machine.status == (outcome.fresh == nil ? .notLoaded : .loading), "step \(step): forget's status")
-        #expect(outcome.effects.waiters.first == nil, "step \(step): forget answers nobody")
       case 10:
         // A key's claims: one unit of interest in the running attempt, or in one it starts.
         let outcome = machine.addInterest(starting: generator.next() % 2 == 0 ? .load : nil)

@@ -450,7 +450,7 @@ extension ContentLoader {
     /// ``ContentLoader/remove(_:)``: drops the content, the prior value and the versions, under
     /// the loadable's lock, then the versions'. Returns what the loadable did and the version
     /// table let go of (released by the caller, outside the locks).
-    func forgetAll() -> (LoadStateMachine.ForgetOutcome, Versions) {
+    func forgetAll() -> (LoadStateMachine.ForgetAction, Versions) {
       withState { state in
         let table = versions.withLock(owner: self) { versions -> Versions in
           hasInterimMark.store(true, ordering: .releasing)

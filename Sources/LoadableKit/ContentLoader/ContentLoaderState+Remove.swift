@@ -7,14 +7,15 @@ extension ContentLoaderState {
   mutating func remove(_ key: Key, now: Duration) -> Effects {
     var effects = Effects()
     guard !isShutDown, let entry = index[key] ?? handedOut[key].flatMap({ $0.entry }) else { return effects }
-    let (outcome, table) = entry.forgetAll()
+    let (action, table) = entry.forgetAll()
     effects.released.tables.append(table)
     entry.isStale = false
     entry.refreshPending = false
-    if let fresh = outcome.fresh, let superseded = outcome.superseded {
+    switch action {
+    case .superseded(let fresh, let superseded, let forgetEffects):
       if entry.held === superseded { entry.held = fresh }
       effects.releasedObjects.append(superseded)
-      effects.record(outcome.effects, of: entry)
+      effects.record(forgetEffects, of: entry)
       guard entry.isInIndex else {
         effects.launches.append(EntryLaunch(entry: entry, attempt: fresh, event: nil))
         return effects
@@ -25,8 +26,9 @@ extension ContentLoaderState {
       sync(entry, &effects)
       entry.forgot = false
       return effects
+    case .cleared(let forgetEffects):
+      effects.record(forgetEffects, of: entry)
     }
-    effects.record(outcome.effects, of: entry)
     guard entry.isInIndex else { return effects }
     entry.forgot = true
     if entry.claimCount > 0 {
