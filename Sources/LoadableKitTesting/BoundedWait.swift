@@ -1,6 +1,12 @@
 import LoadableKit
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// What a wait of the test kit throws when its deadline passes before the thing it waits for
 /// happens: a lost waiter fails its test with a message that says what was still waiting,
 /// instead of hanging the run.
@@ -19,6 +25,21 @@ public enum TestKit {
   /// A bound on a lost waiter, not a way to wait for something: a wait that the code under test
   /// satisfies returns as soon as it does.
   public static let defaultTimeout: Duration = .seconds(30)
+
+  /// How many times each ``ControlledLoad`` attempt yields before it reaches the test: the value
+  /// of the environment variable `LOADABLEKIT_TEST_START_DELAY`, or 0.
+  ///
+  /// A test that resolves a load, or counts the loads started, before it waits for the load to
+  /// start (``ControlledLoad/waitForStart(_:timeout:)``) passes whenever the load gets there
+  /// first, which it usually does: the test fails now and then, on a slow machine. With a delay,
+  /// the load gets there last, and such a test fails every time. A test's own data source can
+  /// call ``delayStart()`` for the same. (`.ci/run` runs the suite once with a delay of 3,000.)
+  public static let startDelay: Int = max(0, getenv("LOADABLEKIT_TEST_START_DELAY").flatMap { Int(String(cString: $0)) } ?? 0)
+
+  /// Yields ``startDelay`` times: what a controlled load does before it reaches the test.
+  public static func delayStart() async {
+    for _ in 0..<startDelay { await Task.yield() }
+  }
 }
 
 /// One suspended wait of the test kit: a continuation ended exactly once, by whichever comes

@@ -113,6 +113,7 @@ public final class ControlledLoad<Value: Sendable>: Sendable {
   }
 
   private func run() async throws -> Value {
+    await TestKit.delayStart()
     let id = state.withLock(owner: self) { state -> UInt64 in
       state.nextID += 1
       state.running += 1

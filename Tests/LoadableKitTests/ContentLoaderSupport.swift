@@ -123,6 +123,7 @@ final class KeyedSource: Sendable {
 
   /// The data source's load.
   func load(_ key: Int) async throws -> (value: String, version: Int) {
+    await TestKit.delayStart()
     let id = state.withLock(owner: self) { state -> UInt64 in
       state.nextID += 1
       return state.nextID
