@@ -290,6 +290,24 @@ struct AsyncLoadableTests {
     #expect(LoadStatus.loading.description == "loading")
   }
 
+  /// An attempt calls the closure a loadable was made with directly only for an `AsyncLoadable`
+  /// itself: a subclass made with the same initializers (visible to it here, through
+  /// `@testable`) runs its override of `performLoad()`, whose `super` call runs the closure, or
+  /// gives back the content a constant was made with.
+  @Test func aSubclassMadeWithAnOperationRunsItsOverride() async throws {
+    final class Doubling: AsyncLoadable<Int>, @unchecked Sendable {
+      override func performLoad() async throws -> Int { try await super.performLoad() * 2 }
+    }
+    #expect(try await Doubling { 21 }.fetch() == 42)
+    #expect(try await Doubling { () async throws -> Int in 4 }.fetch() == 8)
+    let constant = Doubling(content: 5)
+    #expect(constant.content == 5)
+    #expect(try await constant.fetch() == 10, "a refresh runs the override")
+    let failing = Doubling(error: Boom(code: 3))
+    await #expect(throws: Boom(code: 3)) { try await failing.fetch() }
+    #expect(try await AsyncLoadable(content: 5).fetch() == 5)
+  }
+
   @Test func aLoadableWithoutAnOperationTraps() async {
     await #expect(processExitsWith: .failure) {
       let loadable = AsyncLoadable<Int>()

@@ -205,16 +205,22 @@ extension AsyncLoadable {
       ContinuationHandoff.awaited()
       start = state.withLock(owner: self) { begin(&$0) }
     }
-    guard let start else { return .failure(CancellationError()) }
+    guard let (dependencies, options) = start else { return .failure(CancellationError()) }
     defer { context.hasEnded.store(true, ordering: .releasing) }
     return await AttemptContext.run(context) {
       do {
-        if !start.dependencies.isEmpty { try await loadDeclaredDependencies(start.dependencies, in: context) }
-        guard let options = start.options else { return .success(ContentBox(try await performLoad())) }
-        return .success(ContentBox(try await options.run { try await self.performLoad() }))
+        if !dependencies.isEmpty { try await loadDeclaredDependencies(dependencies, in: context) }
+        guard let options else { return .success(try await loadBoxed()) }
+        return .success(try await options.run { try await self.loadBoxed() })
       } catch {
         return .failure(error)
       }
     }
+  }
+
+  /// The attempt's work: ``directLoad``, or else ``performLoad()``, its content boxed.
+  nonisolated(nonsending) private func loadBoxed() async throws -> AnyContentBox {
+    if let directLoad { return try await directLoad(self) }
+    return ContentBox(try await performLoad())
   }
 }

@@ -62,16 +62,31 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// What the default ``performLoad()`` runs. An enum rather than one async closure, so that a
   /// synchronous closure, a constant and an error are stored without a conversion thunk.
   ///
-  /// Not optional (``overridden`` stands for none): the unspecialized `deinit` then looks up the
-  /// generic metadata of one type fewer at run time.
+  /// No payload is of type `Content` (a constant's is its box), so the enum's layout is the same
+  /// whatever `Content` is: the library's unspecialized `deinit` destroys it without looking up its
+  /// metadata at run time.
   @usableFromInline enum Operation: Sendable {
     /// None: a subclass overrides ``performLoad()``.
     case overridden
     case async(@Sendable () async throws -> Content)
     case sync(@Sendable () throws -> Content)
-    case constant(Content)
+    /// The content the loadable was made with, in the box its state holds too (some 330
+    /// instructions a loadable's `deinit` spent looking up the enum's metadata, when this was the
+    /// content itself).
+    case constant(AnyContentBox)
     case failure(any Error)
   }
+
+  /// What an attempt runs instead of ``performLoad()``, with the content in its ``ContentBox``:
+  /// `operation`, in code made where the loadable was created (the initializers are inlinable),
+  /// so specialized for the caller's `Content`. Called out of the library's unspecialized code,
+  /// `performLoad()` looked up the metadata of `Operation` twice (to take its payload, and to
+  /// destroy the copy) and the attempt that of `ContentBox<Content>` to box the result: some 330
+  /// instructions each, an attempt (issue 28). A closure that captures nothing: no allocation.
+  ///
+  /// `nil` for a subclass, which may override `performLoad()`, and for a loadable without an
+  /// operation. Set in the initializer, never after.
+  @usableFromInline var directLoad: (@Sendable (AnyObject) async throws -> AnyContentBox)?
 
   // MARK: - Creating loadables
 
@@ -89,11 +104,23 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// caller's `Content` instead of looking up the generic metadata of its state at run time.
   @inlinable
   init(_ outcome: LoadStateMachine.Outcome, content: Content?, operation: Operation?) {
-    let machine = LoadStateMachine(outcome, content: content)
+    var machine = LoadStateMachine(outcome, content: content)
+    if case .constant(let box)? = operation { machine.contentBox = box }
     let status = machine.status
     state = Mutex(machine)
     statusMirror.store(status.code, ordering: .relaxed)
     self.operation = operation ?? .overridden
+    if operation != nil, ObjectIdentifier(type(of: self)) == ObjectIdentifier(AsyncLoadable<Content>.self) {
+      directLoad = { loadable in
+        switch unsafeDowncast(loadable, to: AsyncLoadable<Content>.self).operation {
+        case .overridden: preconditionFailure("a loadable made with an operation has one")
+        case .async(let operation): return ContentBox(try await operation())
+        case .sync(let operation): return ContentBox(try operation())
+        case .constant(let box): return box
+        case .failure(let error): throw error
+        }
+      }
+    }
   }
 
   /// Creates a loadable whose attempts run `operation`.
@@ -119,7 +146,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// It is a constant: a refresh succeeds with the same content.
   @inlinable @_disfavoredOverload
   public convenience init(content: Content) {
-    self.init(.loaded, content: content, operation: .constant(content))
+    self.init(.loaded, content: nil, operation: .constant(ContentBox(content)))
   }
 
   /// Creates a loadable that has already ``LoadStatus/failed`` with `error`.
@@ -164,7 +191,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
       preconditionFailure("\(type(of: self)) must override performLoad() or be created with a closure")
     case .async(let operation): return try await operation()
     case .sync(let operation): return try operation()
-    case .constant(let content): return content
+    case .constant(let box): return ContentBox<Content>.unbox(box)
     case .failure(let error): throw error
     }
   }

@@ -7,22 +7,23 @@ extension AsyncLoadable {
   /// ```swift
   /// let portal = AsyncLoadable(name: "portal") { try await service.portalInfo() }
   /// ```
+  @inlinable
   public convenience init(name: String, _ operation: @escaping @Sendable () async throws -> Content) {
     self.init(.notLoaded, content: nil, operation: .async(operation))
     self.name = name
   }
 
   /// Creates a named loadable whose attempts run the synchronous `operation`.
-  @_disfavoredOverload
+  @inlinable @_disfavoredOverload
   public convenience init(name: String, _ operation: @escaping @Sendable () throws -> Content) {
     self.init(.notLoaded, content: nil, operation: .sync(operation))
     self.name = name
   }
 
   /// Creates a named loadable that is already ``LoadStatus/loaded`` with `content`.
-  @_disfavoredOverload
+  @inlinable @_disfavoredOverload
   public convenience init(name: String, content: Content) {
-    self.init(.loaded, content: content, operation: .constant(content))
+    self.init(.loaded, content: nil, operation: .constant(ContentBox(content)))
     self.name = name
   }
 
