@@ -61,6 +61,15 @@ case "content":
   let loadable = AsyncLoadable<Int> { 42 }
   try await loadable.load()
   for _ in 0..<count { consume(loadable.content) }
+case "status":
+  let loadable = AsyncLoadable<Int> { 42 }
+  try await loadable.load()
+  for _ in 0..<count { consume(loadable.loadStatus) }
+case "loadsnapshot":
+  // An AsyncLoadable's snapshot (`snapshot` is a claim's).
+  let loadable = AsyncLoadable<Int> { 42 }
+  try await loadable.load()
+  for _ in 0..<count { consume(loadable.snapshot) }
 case "create":
   for key in 0..<count { consume(AsyncLoadable<Int> { key }) }
 case "coalesce":

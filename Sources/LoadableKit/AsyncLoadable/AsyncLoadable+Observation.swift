@@ -11,11 +11,12 @@ import Synchronization
 /// cached. `ObservationRegistrar` tells observations apart by the registrar (one per loadable) and
 /// the key path, and does not look at the subject it is handed, so these stored key paths on a
 /// stand-in subject observe exactly what `\.content` on `self` would, for the cost of a load.
+@usableFromInline
 final class ObservedProperties: Observable, Sendable {
-  static let shared = ObservedProperties()
-  static let loadStatus = \ObservedProperties.loadStatus
-  static let loadError = \ObservedProperties.loadError
-  static let content = \ObservedProperties.content
+  @usableFromInline static let shared = ObservedProperties()
+  @usableFromInline static let loadStatus = \ObservedProperties.loadStatus
+  @usableFromInline static let loadError = \ObservedProperties.loadError
+  @usableFromInline static let content = \ObservedProperties.content
 
   var loadStatus: Void { () }
   var loadError: Void { () }

@@ -68,7 +68,9 @@ final class ContentBox<Content: Sendable>: Sendable {
 /// A loadable's `ObservationRegistrar`, boxed: see ``LoadStateMachine/registrarBox``.
 @usableFromInline
 final class RegistrarBox: Sendable {
-  let registrar = ObservationRegistrar()
+  @usableFromInline let registrar = ObservationRegistrar()
+
+  @usableFromInline init() {}
 }
 
 /// The state of one ``AsyncLoadable``: a plain value, mutated only under the loadable's lock.
@@ -119,10 +121,17 @@ struct LoadStateMachine {
 
   /// The registrar, created on first use.
   mutating func observationRegistrar() -> ObservationRegistrar {
-    if let registrarBox { return registrarBox.registrar }
+    registrarForAccess().registrar
+  }
+
+  /// The registrar's box, created on first use: what a read of an observable property takes out
+  /// of the lock. The box, not the registrar: a tuple holding an `ObservationRegistrar`, whose
+  /// layout is not known at compile time, has its metadata looked up at run time on every read.
+  @usableFromInline mutating func registrarForAccess() -> RegistrarBox {
+    if let registrarBox { return registrarBox }
     let box = RegistrarBox()
     registrarBox = box
-    return box.registrar
+    return box
   }
 
   /// The out-of-line part, created on first use.
