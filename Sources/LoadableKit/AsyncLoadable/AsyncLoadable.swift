@@ -96,7 +96,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   ///   this initializer and no override is a programming error and traps.
   @inlinable
   public init() {
-    state = Mutex(LoadStateMachine(.notLoaded, content: Content?.none))
+    state = Mutex(LoadStateMachine(.notLoaded))
     operation = .overridden
   }
 

@@ -149,6 +149,13 @@ struct LoadStateMachine {
     contentBox.map(ContentBox<Content>.unbox)
   }
 
+  /// A loadable that is idle with `outcome` and no content. Not generic: a subclass's
+  /// initializer in the library's unspecialized code (every combinator's) makes one without
+  /// looking up the metadata of `Content?` at run time (twice, some 330 instructions each).
+  @inlinable init(_ outcome: Outcome) {
+    self.phase = .idle(outcome)
+  }
+
   /// A loadable that is idle with `outcome` and `content`.
   @inlinable init<Content: Sendable>(_ outcome: Outcome, content: Content?) {
     self.phase = .idle(outcome)
