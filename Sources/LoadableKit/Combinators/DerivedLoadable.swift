@@ -6,6 +6,7 @@ import Synchronization
 /// attempt's intent, and a source's failure fails the derived loadable with the same error. The
 /// derived loadable remembers the version of each source it derived from; when a source's content
 /// changes afterwards, ``AsyncLoadable/needsSync`` becomes `true` (it is *stale*).
+@usableFromInline
 class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sendable {
   /// Only `deinit` changes it (to hand the sources to ``DeferredRelease``), when nothing else can
   /// read it: the reads, several a load, skip the dynamic exclusivity checks.
@@ -147,6 +148,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
 /// It is a *live view*: created over sources that are all loaded, it is loaded at once; and while
 /// it is loaded, a change to a source's content recomputes it (or fails it, when the function
 /// throws).
+@usableFromInline
 class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked Sendable {
   /// The identifiers of its listeners on the sources, in source order.
   private let listeners = Mutex(InlineFirstArray<UInt64>())

@@ -16,16 +16,9 @@ extension AsyncLoadable {
   @inlinable
   public func map<T: Sendable>(_ transform: @escaping @Sendable (Content) throws -> T) -> AsyncLoadable<T> {
     // Inlined into the caller, where `Content` and `T` are known: the boxes are read and made in
-    // code specialized for them, not in the library's generic code (see `MappedLoadable`).
-    mapBoxes(to: T.self) { box in ContentBox(try transform(ContentBox<Content>.unbox(box))) }
-  }
-
-  /// A `map` whose transform takes and returns ``ContentBox``es (see `MappedLoadable`).
-  @usableFromInline
-  func mapBoxes<T: Sendable>(
-    to _: T.Type, _ transform: @escaping @Sendable (AnyContentBox) throws -> AnyContentBox
-  ) -> AsyncLoadable<T> {
-    MappedLoadable<Content, T>(source: self, transform: transform)
+    // code specialized for them, not in the library's generic code, and the loadable's class is
+    // named there too (its metadata is static, not looked up at run time: see `MappedLoadable`).
+    MappedLoadable<Content, T>(source: self) { box in ContentBox(try transform(ContentBox<Content>.unbox(box))) }
   }
 
   /// A loadable whose content is the asynchronous `transform` applied to this loadable's content.
@@ -44,10 +37,14 @@ extension AsyncLoadable {
 /// is inlined into its caller and wraps the caller's transform there, where both content types
 /// are known. The library's generic code, unspecialized for a content type another module chose,
 /// would look up the metadata of `ContentBox<Source>` and `ContentBox<Content>` at run time, about
-/// 650 instructions a load, more than a third of what is left of a `map` node's own work.
+/// 650 instructions a load, more than a third of what is left of a `map` node's own work. It is
+/// created there too: created in the library, its own class's metadata was looked up at run time
+/// (some 380 instructions a node).
+@usableFromInline
 final class MappedLoadable<Source: Sendable, Content: Sendable>: CombinedLoadable<Content>, @unchecked Sendable {
   let transform: @Sendable (AnyContentBox) throws -> AnyContentBox
 
+  @usableFromInline
   init(source: AsyncLoadable<Source>, transform: @escaping @Sendable (AnyContentBox) throws -> AnyContentBox) {
     self.transform = transform
     super.init(sources: [source])
