@@ -25,7 +25,10 @@ public func zip<each T: Sendable>(_ loadables: repeat AsyncLoadable<each T>) -> 
 ///
 /// - Complexity: loading is O(*n*) in the number of elements.
 public func zip<T: Sendable>(_ loadables: [AsyncLoadable<T>]) -> AsyncLoadable<[T]> {
-  ArrayZipLoadable<T>(sources: loadables)
+  // Each element wrapped where its type is known: passed as it is, the array was converted by
+  // the runtime's dynamic cast, which checked each element's conformance (some 850 instructions
+  // an input).
+  ArrayZipLoadable<T>(sources: loadables.map { $0 as any DependencyNode })
 }
 
 final class ZipLoadable<each T: Sendable>: CombinedLoadable<(repeat each T)>, @unchecked Sendable {
