@@ -3,7 +3,9 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+@testable import LoadableKit
 import Foundation
+import Synchronization
 import Testing
 
 /// Runs a playground's built binary (the test target depends on the executables, so they are
@@ -11,8 +13,51 @@ import Testing
 /// cooperative pool: the
 /// wait blocks a thread of a serial queue of its own, so playground tests running side by side
 /// never starve the pool that every other suite needs (2 threads on a 2-core machine).
+///
+/// The test's cancellation — its time limit — kills the playground: one that hangs fails its test
+/// instead of holding up the run (the wait for its output would otherwise never end).
 func runPlayground(_ name: String, arguments: [String] = []) async throws -> (output: String, status: Int32) {
-  try await offThePool { try runPlaygroundBlocking(name, arguments: arguments) }
+  let child = ChildProcess()
+  return try await withTaskCancellationHandler {
+    try await offThePool { try runPlaygroundBlocking(name, arguments: arguments, child) }
+  } onCancel: {
+    child.kill()
+  }
+}
+
+/// A playground's process, as far as the test's cancellation needs it: started unless the test
+/// was cancelled first, and killed when the test is cancelled while it runs.
+final class ChildProcess: Sendable {
+  /// The process's ID while it runs (0 before it starts and once it was waited for), and whether
+  /// the test was cancelled.
+  private let state = Mutex<(pid: pid_t, cancelled: Bool)>((0, false))
+
+  /// Starts `process`, unless the test was cancelled already.
+  func run(_ process: Process) throws {
+    try state.withLock(owner: self) { state in
+      if state.cancelled { throw CancellationError() }
+      try process.run()
+      state.pid = process.processIdentifier
+    }
+  }
+
+  /// The process ended and was waited for: its ID may be another process's from now on.
+  func ended() {
+    state.withLock(owner: self) { $0.pid = 0 }
+  }
+
+  /// The test was cancelled: kills the process if it runs, and keeps it from starting if not.
+  func kill() {
+    state.withLock(owner: self) { state in
+      state.cancelled = true
+      guard state.pid > 0 else { return }
+      #if canImport(Glibc)
+        _ = Glibc.kill(state.pid, SIGKILL)
+      #else
+        _ = Darwin.kill(state.pid, SIGKILL)
+      #endif
+    }
+  }
 }
 
 /// Runs `body`, which blocks, on a thread that is not one of the cooperative pool's.
@@ -22,7 +67,9 @@ func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async t
   }
 }
 
-func runPlaygroundBlocking(_ name: String, arguments: [String] = []) throws -> (output: String, status: Int32) {
+func runPlaygroundBlocking(
+  _ name: String, arguments: [String] = [], _ child: ChildProcess = ChildProcess()
+) throws -> (output: String, status: Int32) {
   let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
   let process = Process()
   process.executableURL = directory.appendingPathComponent(name)
@@ -30,9 +77,10 @@ func runPlaygroundBlocking(_ name: String, arguments: [String] = []) throws -> (
   let pipe = Pipe()
   process.standardOutput = pipe
   process.standardError = pipe
-  try process.run()
+  try child.run(process)
   let data = pipe.fileHandleForReading.readDataToEndOfFile()
   process.waitUntilExit()
+  child.ended()
   return (String(decoding: data, as: UTF8.self), process.terminationStatus)
 }
 
@@ -62,10 +110,17 @@ func traceTree(_ lines: [String], root: String) -> [String] {
 /// pseudo-terminal, as in a terminal window, and returns what it wrote there (the terminal's
 /// `\r\n` for a newline made `\n` again).
 func runPlaygroundOnTerminal(_ name: String, arguments: [String] = []) async throws -> (output: String, status: Int32) {
-  try await offThePool { try runPlaygroundOnTerminalBlocking(name, arguments: arguments) }
+  let child = ChildProcess()
+  return try await withTaskCancellationHandler {
+    try await offThePool { try runPlaygroundOnTerminalBlocking(name, arguments: arguments, child) }
+  } onCancel: {
+    child.kill()
+  }
 }
 
-func runPlaygroundOnTerminalBlocking(_ name: String, arguments: [String] = []) throws -> (output: String, status: Int32) {
+func runPlaygroundOnTerminalBlocking(
+  _ name: String, arguments: [String] = [], _ child: ChildProcess = ChildProcess()
+) throws -> (output: String, status: Int32) {
   var terminal: Int32 = -1
   var device: Int32 = -1
   guard openpty(&terminal, &device, nil, nil, nil) == 0 else {
@@ -83,7 +138,7 @@ func runPlaygroundOnTerminalBlocking(_ name: String, arguments: [String] = []) t
   process.standardOutput = FileHandle(fileDescriptor: device, closeOnDealloc: false)
   process.standardError = FileHandle(fileDescriptor: device, closeOnDealloc: false)
   do {
-    try process.run()
+    try child.run(process)
   } catch {
     close(device)
     throw error
@@ -103,6 +158,7 @@ func runPlaygroundOnTerminalBlocking(_ name: String, arguments: [String] = []) t
     }
   }
   process.waitUntilExit()
+  child.ended()
   return (String(decoding: output, as: UTF8.self).replacing("\r\n", with: "\n"), process.terminationStatus)
 }
 
