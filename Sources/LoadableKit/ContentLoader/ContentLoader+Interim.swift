@@ -25,6 +25,11 @@ extension ContentLoader {
     let link: InterimLink
     let attempt: UInt64?
 
+    @usableFromInline init(link: InterimLink, attempt: UInt64?) {
+      self.link = link
+      self.attempt = attempt
+    }
+
     /// Shows `value`, with its version, as the key's value while its load runs.
     ///
     /// Called outside any of the loader's locks; the loader's `cost` closure, if any, is called
@@ -54,15 +59,16 @@ extension ContentLoader {
   /// Not a `weak` reference: the first weak reference to an object gives it a side table, an
   /// allocation, and every retain and release of it from then on takes the runtime's slow path
   /// (about 50 instructions more each; a claim's begin and end retain and release its key's entry).
+  @usableFromInline
   final class InterimLink: Sendable {
     private let held: Mutex<KeyedLoadable?>
 
-    init(_ entry: KeyedLoadable) { held = Mutex(entry) }
+    @usableFromInline init(_ entry: KeyedLoadable) { held = Mutex(entry) }
 
     var entry: KeyedLoadable? { held.withLock(owner: self) { $0 } }
 
     /// Lets go of the entry; returned to be released by the caller, after this lock.
-    func cut() -> KeyedLoadable? {
+    @usableFromInline func cut() -> KeyedLoadable? {
       held.withLock(owner: self) { entry in
         defer { entry = nil }
         return entry

@@ -7,7 +7,7 @@
 @usableFromInline
 struct Timeline: Sendable {
   /// The time elapsed since the loader was created.
-  let now: @Sendable () -> Duration
+  @usableFromInline let now: @Sendable () -> Duration
   /// Sleeps until the given offset; throws `CancellationError` when the task is cancelled.
   let sleepUntil: @Sendable (Duration) async throws -> Void
 

@@ -113,7 +113,7 @@ protocol AttemptDriver: AnyObject, Sendable {
 /// properties opt out of the dynamic exclusivity checks a class's stored properties otherwise
 /// pay on every access (ten a `map` node's load).
 @usableFromInline final class RunningAttempt: @unchecked Sendable {
-  let id: UInt64
+  @usableFromInline let id: UInt64
   let intent: LoadIntent
   /// Waiters in registration order (resumed in that order). A waiter whose caller was
   /// cancelled leaves at once, in O(1) however many others wait (``WaiterStore``).
