@@ -17,12 +17,7 @@ import Testing
 /// The test's cancellation — its time limit — kills the playground: one that hangs fails its test
 /// instead of holding up the run (the wait for its output would otherwise never end).
 func runPlayground(_ name: String, arguments: [String] = []) async throws -> (output: String, status: Int32) {
-  let child = ChildProcess()
-  return try await withTaskCancellationHandler {
-    try await offThePool { try runPlaygroundBlocking(name, arguments: arguments, child) }
-  } onCancel: {
-    child.kill()
-  }
+  try await offThePool(killingOnCancel: { child in try runPlaygroundBlocking(name, arguments: arguments, child) })
 }
 
 /// A playground's process, as far as the test's cancellation needs it: started unless the test
@@ -64,6 +59,17 @@ final class ChildProcess: Sendable {
 func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
   try await withCheckedThrowingContinuation { continuation in
     DispatchQueue(label: "org.loadablekit.tests.blocking").async { continuation.resume(with: Result { try body() }) }
+  }
+}
+
+/// Runs `body`, which starts a process through the `ChildProcess` it is given and waits for it, off
+/// the pool; the test's cancellation kills the process.
+func offThePool<T: Sendable>(killingOnCancel body: @escaping @Sendable (ChildProcess) throws -> T) async throws -> T {
+  let child = ChildProcess()
+  return try await withTaskCancellationHandler {
+    try await offThePool { try body(child) }
+  } onCancel: {
+    child.kill()
   }
 }
 
@@ -110,12 +116,7 @@ func traceTree(_ lines: [String], root: String) -> [String] {
 /// pseudo-terminal, as in a terminal window, and returns what it wrote there (the terminal's
 /// `\r\n` for a newline made `\n` again).
 func runPlaygroundOnTerminal(_ name: String, arguments: [String] = []) async throws -> (output: String, status: Int32) {
-  let child = ChildProcess()
-  return try await withTaskCancellationHandler {
-    try await offThePool { try runPlaygroundOnTerminalBlocking(name, arguments: arguments, child) }
-  } onCancel: {
-    child.kill()
-  }
+  try await offThePool(killingOnCancel: { child in try runPlaygroundOnTerminalBlocking(name, arguments: arguments, child) })
 }
 
 func runPlaygroundOnTerminalBlocking(
