@@ -97,15 +97,17 @@ final class AttemptContext: Sendable {
   let driverBegun = Atomic<Bool>(false)
 
   /// Most attempts have one dependency (a `map`'s source): the first one claimed and the first
-  /// wait are stored inline, and a set or a dictionary is built only for a second one.
+  /// wait are stored inline, and a set or a dictionary is built only for a second one. (The empty
+  /// ones are made with `init()`, the shared empty storage: an empty literal `[:]` goes through
+  /// `init(dictionaryLiteral:)`, some 50 instructions an attempt.)
   private struct State {
     /// Dependencies that already received this attempt's intent: the first, then the others.
     var firstClaimed: ObjectIdentifier?
-    var moreClaimed: Set<ObjectIdentifier> = []
+    var moreClaimed = Set<ObjectIdentifier>()
     /// What the attempt waits for now, with how many waits of each are in progress: the first
     /// dependency waited for while it is waited for, then the others.
     var firstWait: (id: ObjectIdentifier, node: any DependencyNode, count: Int)?
-    var moreWaits: [ObjectIdentifier: (node: any DependencyNode, count: Int)] = [:]
+    var moreWaits = [ObjectIdentifier: (node: any DependencyNode, count: Int)]()
     /// Groups of waits (``DependencyGroup``), each of which keeps its own edges: the first inline,
     /// then the others.
     var firstGroup: DependencyGroup?

@@ -58,9 +58,7 @@ extension AsyncLoadable: EffectsHost {
   }
 
   final func resumePhase(_ effects: LoadStateMachine.Effects) {
-    for case let (_, waiter)? in effects.waiters {
-      waiter.resume(with: effects.result)
-    }
+    effects.waiters.forEachEntry { $0.resume(with: effects.result) }
   }
 
   /// Tells the derived loadables that listen that the content changed. Deep chains are notified

@@ -204,7 +204,7 @@ struct LoadStateMachine {
   ///   - byDependent: the request comes from another loadable's attempt.
   ///   - callerCancelled: the calling task is already cancelled; it must not wait.
   mutating func decide(
-    _ request: LoadRequest, needsSync: Bool, waiter: (id: UInt64, waiter: Waiter)?,
+    _ request: LoadRequest, needsSync: Bool, waiter: consuming (id: UInt64, waiter: Waiter)?,
     byDependent: Bool, callerCancelled: Bool
   ) -> (Decision, StatusEvent?) {
     let outcome: Outcome
@@ -227,7 +227,7 @@ struct LoadStateMachine {
         return (.none, nil)
       default:
         if callerCancelled { return (.failure(CancellationError()), nil) }
-        if let waiter { attempt.add(waiter) }
+        if let waiter = waiter.take() { attempt.add(waiter) }
         return (.joined(attempt.runner), nil)
       }
     case .idle(.notLoaded):
@@ -237,9 +237,10 @@ struct LoadStateMachine {
     if request.waits && callerCancelled { return (.failure(CancellationError()), nil) }
     let attempt = Attempt(
       id: nextUniqueID(), intent: request.intent, byDependent: byDependent, after: outcome, content: contentBox)
-    if let waiter {
-      attempt.add(waiter)
+    // The waiter is moved into the attempt, not copied (a retain and a release of what it holds).
+    if let waiter = waiter.take() {
       if case .completion = waiter.waiter { attempt.standing = .wanted }
+      attempt.add(waiter)
     }
     return (.started(attempt), setPhase(.running(attempt)))
   }

@@ -124,7 +124,7 @@ protocol AttemptDriver: AnyObject, Sendable {
   /// How many waiters ever joined, those that left included (for instruments).
   @exclusivity(unchecked) var joinedCount = 0
 
-  func add(_ waiter: (id: UInt64, waiter: LoadWaiter)) {
+  func add(_ waiter: consuming (id: UInt64, waiter: LoadWaiter)) {
     joinedCount += 1
     waiters.append(waiter.waiter, id: waiter.id)
   }

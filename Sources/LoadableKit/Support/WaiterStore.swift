@@ -59,7 +59,7 @@ struct WaiterStore<Element>: Sequence {
   /// Every slot of `rest` before it is empty (where ``popFirst()`` looks first).
   private var head = 0
   /// The slot in `rest` of each entry there, once `rest` holds more than ``scanLimit`` slots.
-  private var index: [UInt64: Int] = [:]
+  private var index = [UInt64: Int]()
   /// How many entries wait.
   private(set) var count = 0
 
@@ -81,8 +81,22 @@ struct WaiterStore<Element>: Sequence {
     return nil
   }
 
+  /// Calls `body` with each entry still waiting, in registration order; they stay in the store.
+  ///
+  /// What resuming an ended attempt's waiters uses: the entries are read where they are, not
+  /// through an ``Iterator``, which holds copies of the first slot and of the rest and is
+  /// destroyed through its type's value witnesses (a `map` node's load: 10,643 instructions
+  /// through the iterator, 10,209 without it).
+  func forEachEntry(_ body: (Element) throws -> Void) rethrows {
+    if inline != nil { try body(inline.unsafelyUnwrapped.element) }
+    guard !rest.isEmpty else { return }
+    for position in head..<rest.count where rest[position] != nil {
+      try body(rest[position].unsafelyUnwrapped.element)
+    }
+  }
+
   /// Adds `element` under `id`, after the others. `id` must not be in the store.
-  mutating func append(_ element: Element, id: UInt64) {
+  mutating func append(_ element: consuming Element, id: UInt64) {
     count += 1
     if inline == nil && rest.isEmpty {
       inline = Slot(id: id, element: element)
@@ -226,7 +240,7 @@ struct WaiterStore<Element>: Sequence {
     for case let slot? in rest[head...] { kept.append(slot) }
     rest = kept
     head = 0
-    index = [:]
+    index = [UInt64: Int]()
     if rest.count > Self.scanLimit { indexSlots() }
   }
 
@@ -234,7 +248,7 @@ struct WaiterStore<Element>: Sequence {
   private mutating func reset() {
     rest = []
     head = 0
-    index = [:]
+    index = [UInt64: Int]()
   }
 
   @inline(__always) private static func rearm(_ slot: inout Slot) {
