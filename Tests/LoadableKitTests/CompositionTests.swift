@@ -1,5 +1,6 @@
 @testable import LoadableKit
 import LoadableKitTesting
+import Synchronization
 import Testing
 
 @Suite("Dependencies: the ArcGIS scenarios", .timeLimit(.minutes(1)))
@@ -409,6 +410,38 @@ struct CycleTests {
     for (index, node) in nodes.enumerated() { node.next = nodes[(index + 1) % nodes.count] }
     await #expect(throws: LoadableError.dependencyCycle) { try await nodes[0].load() }
     for node in nodes { node.next = nil }
+  }
+
+  /// A wait that returned is no longer an edge of the wait-for graph: once `a`'s attempt has its
+  /// answer from `b`, `b`'s next attempt may wait for `a`, which is still running.
+  @Test func aWaitThatReturnedIsNoLongerAnEdge() async throws {
+    final class Node: AsyncLoadable<Int>, @unchecked Sendable {
+      let step = Mutex<(@Sendable (Node) async throws -> Int)?>(nil)
+      override func performLoad() async throws -> Int { try await step.withLock { $0 }!(self) }
+    }
+    let a = Node()
+    let b = Node()
+    let gate = ControlledLoad<Int>()
+    let gated = gate.makeLoadable()
+    b.step.withLock { $0 = { _ in 1 } }
+    a.step.withLock {
+      $0 = { node in
+        let first = try await node.loadDependency(b)  // an edge a → b, until b answers
+        return try await first + node.loadDependency(gated)  // then a waits for `gated` alone
+      }
+    }
+    let aLoad = Task { try await a.load() }
+    try await gate.waitForStart()
+    b.step.withLock { $0 = { node in try await node.loadDependency(a) } }
+    let bRefresh = Task { try await b.fetch() }
+    // b's attempt waits for a (a second waiter of a's attempt), or failed at once as a cycle.
+    await eventually { a.storedWaiterSlotCount == 2 || b.loadStatus == .failed }
+    #expect(b.loadError == nil)
+    gate.resolve(10)
+    try await aLoad.value
+    #expect(try await bRefresh.value == 11)
+    #expect(a.content == 11)
+    #expect(b.content == 11)
   }
 
   @Test func incidentalEdgesNeverFormACycle() async throws {
