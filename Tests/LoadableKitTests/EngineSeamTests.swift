@@ -58,6 +58,36 @@ struct EngineSeamTests {
 
   // MARK: - 4. Live views converge
 
+  /// A live view's attempt that a cascade undoes after it recorded the source versions it derived
+  /// from must not keep that record: the view goes back to the content it had, and the source's
+  /// new content then replaces it, as any change to a loaded view's source does (SPEC §2). With
+  /// the record kept, the view took its old content for derived from the new one, and stayed at 10.
+  @Test func aViewWhoseRefreshIsUndoneAfterItDerivedCatchesUp() async throws {
+    let control = ControlledLoad<Int>()
+    let source = control.makeLoadable()
+    let view = source.map { $0 * 10 }
+    let top = view.map { $0 + 1 }
+    let first = Task { try await top.load() }
+    try await control.waitForStart(1)
+    control.resolve(1)
+    try await first.value
+    #expect(view.content == 10)
+    // top's refresh refreshes the view (an attempt only top's wants) and the source. Once the
+    // view's attempt has derived 20 from the source's 2, and before it ends, top's attempt is
+    // cancelled: the cascade undoes the view's.
+    let refreshed = await LiveViewSeams.withHook(afterDerivationRecordedBy: view, { top.cancelLoad() }) {
+      let refresh = Task { try await top.fetch() }
+      try? await control.waitForStart(2)
+      control.resolve(2)
+      return await refresh.result
+    }
+    #expect(throws: CancellationError.self) { try refreshed.get() }
+    #expect(top.loadStatus == .failed)
+    #expect(source.content == 2)
+    #expect(view.loadStatus == .loaded)
+    #expect(view.content == 20)
+  }
+
   /// A `map` whose attempt is computing while its source's refresh lands must not end with the
   /// transform of the old content. Before the fix it stayed at 10 while the source held 2.
   @Test func aMapLoadingWhileItsSourceRefreshesEndsCurrent() async throws {

@@ -295,6 +295,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
         return box
       }
     }
+    LiveViewSeams.afterDerivationRecorded(self)
     context.hasEnded.store(true, ordering: .releasing)
     endAttempt(attempt, with: result, probe: probe)
   }
