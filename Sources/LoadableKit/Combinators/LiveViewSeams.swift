@@ -10,6 +10,9 @@ import Synchronization
 enum LiveViewSeams {
   private static let installed = Atomic<Int>(0)
   private static let hooks = Mutex<[ObjectIdentifier: @Sendable () -> Void]>([:])
+  /// Names the hooks' critical sections for ThreadSanitizer (``Mutex/withLock(owner:_:)``).
+  private final class LockOwner: Sendable {}
+  private static let lockOwner = LockOwner()
 
   /// Runs `body` with `hook` called where `view`'s attempt has recorded the source versions it
   /// derived its content from and has not yet ended (``afterDerivationRecorded(_:)``).
@@ -17,11 +20,12 @@ enum LiveViewSeams {
     afterDerivationRecordedBy view: AnyObject, _ hook: @escaping @Sendable () -> Void, _ body: () async throws -> R
   ) async rethrows -> R {
     let id = ObjectIdentifier(view)
-    hooks.withLock { $0[id] = hook }
+    let replaced = hooks.withLock(owner: lockOwner) { $0.updateValue(hook, forKey: id) }
+    _ = replaced  // released after the lock
     installed.add(1, ordering: .releasing)
     defer {
       installed.subtract(1, ordering: .releasing)
-      _ = hooks.withLock { $0.removeValue(forKey: id) }  // released after the lock
+      _ = hooks.withLock(owner: lockOwner) { $0.removeValue(forKey: id) }  // released after the lock
     }
     return try await body()
   }
@@ -31,6 +35,6 @@ enum LiveViewSeams {
   static func afterDerivationRecorded(_ view: AnyObject) {
     guard installed.load(ordering: .acquiring) > 0 else { return }
     let id = ObjectIdentifier(view)
-    if let hook = hooks.withLock({ $0[id] }) { hook() }
+    if let hook = hooks.withLock(owner: lockOwner, { $0[id] }) { hook() }
   }
 }
