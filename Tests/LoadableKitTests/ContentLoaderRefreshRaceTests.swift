@@ -73,6 +73,42 @@ struct ContentLoaderRefreshRaceTests {
     claim.end()
   }
 
+  /// The refresh finds the key loaded and idle; before it adds the claims' interest, a caller's
+  /// `sync()` starts a load on another thread, which the refresh joins: its own load follows that
+  /// one (which may carry data from before the change). When the refresh's load is then
+  /// cancelled — its claims ended — the key must still be stale: the next claim loads it again
+  /// (SPEC §5, "marks the key's value out of date"). Without the mark, the joined load's value
+  /// was taken for fresh and the next claim loaded nothing.
+  @Test func aRefreshWhoseLoadFollowedAJoinedOneAndWasCancelledLeavesTheKeyStale() async throws {
+    let source = KeyedSource()
+    let loader = makeLoader(source)
+    let claim = loader.begin(1)
+    await source.waitForStarts(1)
+    source.resolve(1, "v1", version: 1)
+    await eventually { claim.snapshot.status == .loaded }
+    let loadable = loader.loadable(for: 1)
+    ContentLoaderSeams.$afterRefreshFoundNoLoad.withValue({
+      // The caller's load starts at once; telling the loader of it waits for the refresh to end.
+      Thread { loadable.sync() }.start()
+      while loadable.statusMirror.load(ordering: .acquiring) != LoadStatus.loading.code {}
+    }) {
+      loader.refresh(1)
+    }
+    await source.waitForStarts(2)
+    source.resolve(1, "v2", version: 2)  // the joined load: maybe from before the change
+    await source.waitForStarts(3)  // the refresh's own load follows it
+    #expect(claim.snapshot.value == "v2")
+    claim.end()  // cancels the refresh's load, which only the claim wanted
+    await eventually { source.stats.pending == 0 }
+    let next = loader.begin(1)
+    #expect(next.snapshot.status == .loading, "the key was refreshed: a new claim loads it")
+    guard next.snapshot.status == .loading else { return next.end() }
+    await source.waitForStarts(4)
+    source.resolve(1, "v3", version: 3)
+    await eventually { next.snapshot.value == "v3" }
+    next.end()
+  }
+
   /// A claim starts a load; before the loader reads the key, a `cancelLoad()` on another thread
   /// ends it, so its task never comes for the slot the claim reserved. The slot must come back.
   /// Before the fix it was kept for good: with a limit of one, no other key loaded again.

@@ -16,4 +16,10 @@ enum ContentLoaderSeams {
   /// shows: a test ends that load on another thread there, in a moment no schedule of tasks can
   /// reach.
   @TaskLocal static var afterInterestAdded: (@Sendable () -> Void)?
+
+  /// Called by a refresh of a claimed key that found no load running, under the loader's lock,
+  /// after it marked the refresh pending and before it adds the claims' interest: a test starts
+  /// a load on another thread there, which the refresh then joins instead of starting its own
+  /// (the refresh's load follows it).
+  @TaskLocal static var afterRefreshFoundNoLoad: (@Sendable () -> Void)?
 }

@@ -59,6 +59,7 @@ extension ContentLoaderState {
       // Pending before the step: if a load starts within it (on another thread, between the
       // decision and the interest), the read of the key finds the refresh pending and starts it.
       entry.refreshPending = true
+      ContentLoaderSeams.afterRefreshFoundNoLoad?()
       if addInterest(entry, starting: .refresh, &effects) { entry.refreshPending = false }
       if let previous {
         effects.record(entry.removeInterest(from: previous), of: entry)
