@@ -179,6 +179,29 @@ struct PagedLoadableTests {
     #expect(source.requests.values == [nil, 1, 2, nil, 2])
   }
 
+  /// Pages dropped from the far end while going back are forgotten as cursors seen: loading
+  /// forward again through the same pages repeats no cursor (only a cursor that comes back among
+  /// the pages held is ``LoadableError/repeatedCursor``).
+  @Test func pagesDroppedGoingBackAreNoRepeatedCursorsGoingForwardAgain() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage(maximumPages: 1)
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    try await source.loadNext(paged, resolving: 2, next: 3)
+    #expect(paged.items == items(2...2))
+    for number in [1, 0] {  // back to the first page, one page at a time
+      let started = source.control.startCount
+      let previous = Task { try await paged.loadPreviousPage() }
+      try await source.control.waitForStart(started + 1)
+      source.control.resolve(page(number, next: number + 1))
+      try await previous.outcome
+    }
+    #expect(paged.items == items(0...0))
+    // Page 1 again, whose next cursor (2) belongs to a page dropped on the way back.
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    #expect(paged.nextPageError == nil)
+    #expect(paged.items == items(1...1))
+  }
+
   @Test func aCursorThatRepeatsIsATypedErrorNotALoop() async throws {
     let source = PagedSource()
     let paged = try await source.loadedFirstPage()
