@@ -259,6 +259,8 @@ struct JobsPersistenceTests {
     Corruption("unknown status", replacing(#""status":"paused""#, with: #""status":"exploded""#), .malformed),
     Corruption("progress above 1", replacing(#""fractionCompleted":0.5"#, with: #""fractionCompleted":2.5"#), .malformed),
     Corruption("negative progress", replacing(#""fractionCompleted":0.5"#, with: #""fractionCompleted":-1"#), .malformed),
+    Corruption("negative message limit", replacing(#""kind":"test.counting","#, with: #""kind":"test.counting","messageLimit":-1,"#), .malformed),
+    Corruption("negative dropped message count", replacing(#""kind":"test.counting","#, with: #""kind":"test.counting","droppedMessageCount":-1,"#), .malformed),
     Corruption("unknown severity", replacing(#""severity":"info""#, with: #""severity":"fatal""#), .malformed),
     Corruption("bad timestamp", replacing("2024-05-01T12:00:00.000Z", with: "yesterday"), .malformed),
     Corruption("messages not an array", replacing(#""messages":[{"severity":"info","text":"m","timestamp":"2024-05-01T12:00:00.000Z"}]"#, with: #""messages":{}"#), .malformed),
