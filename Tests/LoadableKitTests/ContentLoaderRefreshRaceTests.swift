@@ -18,10 +18,7 @@ struct ContentLoaderRefreshRaceTests {
   @Test func aLoadStartingWhileARefreshActsIsSupersededByTheRefresh() async throws {
     let source = KeyedSource()
     let loader = makeLoader(source)
-    let claim = loader.begin(1)
-    await source.waitForStarts(1)
-    source.resolve(1, "v1", version: 1)
-    await eventually { claim.snapshot.status == .loaded }
+    let claim = await claimLoaded(1, in: loader, from: source)
     var events = Reader(loader.events(bufferingPolicy: .unbounded))
     let loadable = loader.loadable(for: 1)
     ContentLoaderSeams.$beforeRefreshActs.withValue({
@@ -82,10 +79,7 @@ struct ContentLoaderRefreshRaceTests {
   @Test func aRefreshWhoseLoadFollowedAJoinedOneAndWasCancelledLeavesTheKeyStale() async throws {
     let source = KeyedSource()
     let loader = makeLoader(source)
-    let claim = loader.begin(1)
-    await source.waitForStarts(1)
-    source.resolve(1, "v1", version: 1)
-    await eventually { claim.snapshot.status == .loaded }
+    let claim = await claimLoaded(1, in: loader, from: source)
     let loadable = loader.loadable(for: 1)
     ContentLoaderSeams.$afterRefreshFoundNoLoad.withValue({
       // The caller's load starts at once; telling the loader of it waits for the refresh to end.
@@ -133,5 +127,14 @@ struct ContentLoaderRefreshRaceTests {
     await eventually { other.snapshot.status == .loaded }
     claim.end()
     other.end()
+  }
+
+  /// Claims `key`, the loader's first load, and waits until that load landed "v1".
+  private func claimLoaded(_ key: Int, in loader: Loader, from source: KeyedSource) async -> Loader.Claim {
+    let claim = loader.begin(key)
+    await source.waitForStarts(1)
+    source.resolve(key, "v1", version: 1)
+    await eventually { claim.snapshot.status == .loaded }
+    return claim
   }
 }
