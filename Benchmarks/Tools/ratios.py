@@ -7,7 +7,8 @@ against the performance targets, and the comparison of two runs. Called by `comp
                                          #   exit 1 on a MISS in any run
     ratios.py against BEFORE.csv... -- RUN.csv...
                                          # every ratio before and now, each side the best of its
-                                         #   runs; exit 1 if one is more than 25% worse
+                                         #   runs (the median with LOADABLE_AGGREGATE=median);
+                                         #   exit 1 if one is more than 25% worse
 
 RUN.csv is package-benchmark's `influx` CSV export. Figures are medians (p50) of each benchmark's
 samples, divided by the N in its "×N" name.
@@ -18,6 +19,7 @@ scale and never fail a check.
 """
 import csv
 import re
+import statistics
 import sys
 from collections import defaultdict
 
@@ -26,6 +28,10 @@ import os
 # Issue 12: no ratio worse by more than 25% than before the change; a stricter gate (issue 26:
 # 10%) is set with compare.sh's `--worse-than PERCENT`.
 WORSE_LIMIT = 1 + float(os.environ.get("LOADABLE_WORSE_PERCENT", "25")) / 100
+# How `against` sums up each side's runs: "best" (the default), or "median" (compare.sh's
+# `--median`), which one noisy run cannot move either way: the rows that run on several threads
+# vary by up to half from one run to the next on a shared machine.
+AGGREGATE = os.environ.get("LOADABLE_AGGREGATE", "best")
 
 
 def load(path):
@@ -311,23 +317,26 @@ def check(rows):
     return 1 if missed else 0
 
 
-def best(runs, r):
-    """The row's compared value, the best (in its own direction) over several runs' rows."""
+def summary(runs, r):
+    """The row's compared value over several runs' rows: the best (in its own direction), or the
+    median with LOADABLE_AGGREGATE=median."""
     values = []
     for rows in runs:
         x = next((x for x in rows if x.what == r.what), None)
         v = None if x is None else getattr(x, "compare_value", x.value)
         if v is not None: values.append(v)
     if not values: return None
+    if AGGREGATE == "median": return statistics.median(values)
     return min(values) if r.better == "lower" else max(values)
 
 
 def against(before_runs, runs):
-    """Every ratio now against the same ratio before, each side the best of its runs (the machine
-    is noisy: issue 12 asks for two runs of each); a ratio more than 25% worse (in the row's own
-    direction) is flagged and makes the exit status 1."""
+    """Every ratio now against the same ratio before, each side the best (or the median) of its
+    runs (the machine is noisy: issue 12 asks for two runs of each); a ratio more than 25% worse
+    (in the row's own direction) is flagged and makes the exit status 1."""
     worse = 0
-    print(f"Best of {len(before_runs)} run(s) before, best of {len(runs)} run(s) now.\n")
+    word = "Median" if AGGREGATE == "median" else "Best"
+    print(f"{word} of {len(before_runs)} run(s) before, {word.lower()} of {len(runs)} run(s) now.\n")
     print("| ratio | before | now | now ÷ before | |")
     print("|---|---:|---:|---:|---|")
     for r in runs[0]:
@@ -335,7 +344,7 @@ def against(before_runs, runs):
             print(f"| {r.what} | | | | |")
             continue
         if not r.compare: continue
-        now, then = best(runs, r), best(before_runs, r)
+        now, then = summary(runs, r), summary(before_runs, r)
         if now is None or then is None or then == 0:
             change, flag = None, "no data"
         else:
