@@ -125,7 +125,15 @@ struct LoadStateMachineTests {
       let result: Result<AnyContentBox, any Error> = name == "finish-success" ? .success(ContentBox(7)) : .failure(Boom(code: 7))
       event = machine.finish(attempt, with: result, now: .now).event
     case "cancel": event = machine.cancel().effects?.event
-    case "write": event = machine.write(ContentBox(8)).event
+    case "write":
+      switch machine.write(ContentBox(8)) {
+      case .wrote(let effects):
+        event = effects.event
+        #expect(running == nil, "a write supersedes the attempt that runs")
+      case .superseded(let old, let effects):
+        event = effects.event
+        #expect(old === running && effects.endedAttempt && !effects.attemptCommitted, "the write supersedes the running attempt")
+      }
     case "forget":
       switch machine.forget() {
       case .cleared(let effects):
@@ -145,8 +153,18 @@ struct LoadStateMachineTests {
       let outcome = machine.addInterest(starting: .load)
       event = outcome.event
       #expect(outcome.held === machine.attempt && machine.attempt?.interest == 1)
-    case "update-success": event = machine.update(.success(ContentBox(9))).event
-    case "update-failure": event = machine.update(.failure(Boom(code: 9))).event
+    case "update-success":
+      let action = machine.update(.success(ContentBox(9)))
+      event = action.effects.event
+      if case .recomputed = action {} else { Issue.record("update-success on \(before): \(action), not recomputed") }
+    case "update-failure":
+      let action = machine.update(.failure(Boom(code: 9)))
+      event = action.effects.event
+      switch action {
+      case .none: #expect(running != nil, "a live failure is dropped only while an attempt runs")
+      case .failed: #expect(running == nil, "a live failure fails the loadable only while idle")
+      case .recomputed: Issue.record("update-failure on \(before): recomputed")
+      }
     default:
       Issue.record("unknown event \(name)")
       return
@@ -426,8 +444,15 @@ struct LoadStateMachineTests {
       case 8:
         // A local write: loaded with the written content, every waiter answered with it.
         let value = 1_000_000 + step
-        let effects = machine.write(ContentBox(value))
+        let running = machine.attempt
+        let action = machine.write(ContentBox(value))
+        let effects = action.effects
         event = effects.event
+        if case .superseded(let superseded, _) = action {
+          #expect(superseded === running, "step \(step): the write supersedes the running attempt")
+        } else {
+          #expect(running == nil, "step \(step): a write supersedes the attempt that runs")
+        }
         settle(effects)
         if let attempt = effects.released.attempt { stale.append(attempt) }
         waiting = []
@@ -477,13 +502,19 @@ struct LoadStateMachineTests {
       default:
         // A live view recomputed while idle: the content (one more version) or a failure.
         guard machine.attempt == nil else {
-          let effects = machine.update(.failure(Boom(code: step)))
-          #expect(effects.event == nil && machine.status == .loading, "step \(step): a live failure waits for the attempt")
+          let action = machine.update(.failure(Boom(code: step)))
+          if case .none = action {} else { Issue.record("step \(step): a live failure during an attempt did \(action)") }
+          #expect(machine.status == .loading, "step \(step): a live failure waits for the attempt")
           continue
         }
         let succeeds = generator.next() % 2 == 0
-        let effects = machine.update(succeeds ? .success(ContentBox(step)) : .failure(Boom(code: step)))
-        event = effects.event
+        let action = machine.update(succeeds ? .success(ContentBox(step)) : .failure(Boom(code: step)))
+        event = action.effects.event
+        switch action {
+        case .recomputed: #expect(succeeds, "step \(step): only new content is recomputed")
+        case .failed: #expect(!succeeds, "step \(step): only an error fails")
+        case .none: Issue.record("step \(step): a live update while idle did nothing")
+        }
         #expect(machine.status == (succeeds ? before : .failed), "step \(step): a live update's status")
       }
       // The invariants.

@@ -348,7 +348,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
       // The version check and the commit happen under the one lock, so of two concurrent updates
       // the older cannot land last.
       guard canApplyChange(state), advanceDerivation(to: versions) else { return .init() }
-      return state.update(result)
+      return state.update(result).effects
     }
     perform(effects)
   }

@@ -437,7 +437,7 @@ extension ContentLoader {
             dropped: &droppedInterim)
         }
         guard let dropped else { return nil }
-        return (state.write(box), dropped, droppedInterim)
+        return (state.write(box).effects, dropped, droppedInterim)
       }
     }
 

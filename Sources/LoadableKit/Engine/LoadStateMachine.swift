@@ -76,8 +76,13 @@ final class RegistrarBox: Sendable {
 /// The state of one ``AsyncLoadable``: a plain value, mutated only under the loadable's lock.
 ///
 /// Every event is a `mutating` method that changes the state and returns what must be done once
-/// the lock is released (resume waiters, start or cancel a task, notify observers). It never runs
-/// user code and never suspends.
+/// the lock is released (resume waiters, start or cancel a task, notify observers): an action
+/// that names what the event did — ``LoadDecision`` for a request, ``EndAction`` for a cancel, a
+/// claim's end or an owner's conclusion, ``LeaveAction`` for a waiter leaving, and
+/// ``SupersedeAction``, ``ForgetAction``, ``WriteAction`` and ``LiveUpdateAction`` — with the
+/// ``LoadEffects`` that follow in its payload. One event returns its effects bare: an attempt's
+/// result, ``finish(_:with:now:)``, on the path every load takes (see ``EndAction``). It never
+/// runs user code and never suspends.
 @usableFromInline
 struct LoadStateMachine {
   typealias Continuation = LoadContinuation

@@ -298,7 +298,7 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
         content.insert(page, loadedWith: load.cursor, toward: direction, maximumPages: maximumPages)
       else { return LoadStateMachine.Effects() }
       // The old pages are released with the effects, after the lock: an item's `deinit` is user code.
-      return state.update(.success(ContentBox(content)))
+      return state.update(.success(ContentBox(content))).effects
     }
     perform(effects)
     pageStatusDidChange(direction)
