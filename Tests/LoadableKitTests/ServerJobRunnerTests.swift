@@ -241,6 +241,38 @@ struct ServerJobRunnerTests {
     await job.cancel()
   }
 
+  /// A job paused while its work still runs (here, inside a poll) is not checked: the work may
+  /// save a newer checkpoint at any moment, so a check asks nothing and records nothing, and the
+  /// work parks at its next pause point.
+  @Test func aCheckLeavesAloneAJobWhoseWorkStillRuns() async throws {
+    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
+    let server = FakeJobServer()
+    FakeJobServers.set(work.id, server: server, clock: clock)
+    var registry = JobRegistry()
+    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
+    let manager = try JobManager(registry: registry, store: ServerJobTestStore(), clock: TestClock())
+    let job = Job(work, options: JobOptions(clock: clock))
+    try manager.add(job, id: "map")
+    let poll = JobLatch()
+    server.update {
+      $0.state = .executing
+      $0.statusGates[1] = poll
+    }
+    job.start()
+    try await expectSleep(until: 1)
+    try await bounded { await server.statusRequest(1).wait() }  // the first poll, held by the server
+    job.pause()
+    #expect(job.checkpoint?.serverJobID == "job-1", "a checkpoint the check could have read")
+    let checks = try await bounded { await manager.checkServerJobs() }
+    #expect(checks.isEmpty, "the work runs: nothing checked")
+    #expect(server.requests("status") == 1, "the check asked nothing")
+    poll.open()
+    try await bounded { await job.waitUntilParked() }
+    #expect(job.status == .paused)
+    #expect(server.requests("status") == 1)
+    await job.cancel()
+  }
+
   /// A check whose task is cancelled (a background task's deadline) records nothing.
   @Test func aCancelledCheckRecordsNothing() async throws {
     let work = RemoteWork(id: UUID().uuidString, request: "area 51")
@@ -593,6 +625,8 @@ final class FakeJobServer: ServerJobService, Sendable {
     var log: [String] = []
     /// Opened when the status request of their number arrives.
     var statusLatches: [Int: JobLatch] = [:]
+    /// The status request of their number is answered once they open.
+    var statusGates: [Int: JobLatch] = [:]
 
     mutating func post(_ text: String, severity: JobMessage.Severity = .info) {
       messages.append(ServerJobMessage(sequence: messages.count + 1, text: text, severity: severity))
@@ -640,7 +674,9 @@ final class FakeJobServer: ServerJobService, Sendable {
 
   func status(ofJob id: String, messagesAfter sequence: Int) async throws -> ServerJobStatus {
     let current = record("status \(id) after \(sequence)")
-    current.statusLatches[current.log.filter { $0.hasPrefix("status ") }.count]?.open()
+    let number = current.log.filter { $0.hasPrefix("status ") }.count
+    current.statusLatches[number]?.open()
+    await current.statusGates[number]?.wait()
     if current.isDown { throw FakeOutage() }
     var status = current.status
     if !current.sendsAllMessages { status.messages.removeAll { $0.sequence <= sequence } }
