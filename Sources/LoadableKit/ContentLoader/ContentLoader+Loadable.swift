@@ -217,6 +217,24 @@ extension ContentLoader {
     }
   }
 
+  /// What a key's entry needs of its loader to load on its own (it keeps working after the loader
+  /// is gone, for as long as something holds its loadable): the data source, the clock when values
+  /// go stale by age, and the cost of a value. One object, shared by the loader and all its
+  /// entries: copied into each entry, the closures took some 70 bytes a key and a retain each.
+  @usableFromInline
+  final class KeySource: Sendable {
+    @usableFromInline let load: DataSourceLoad
+    /// The loader's timeline, when values go stale by age.
+    @usableFromInline let clock: Timeline?
+    @usableFromInline let cost: (@Sendable (Value) -> Int)?
+
+    init(load: DataSourceLoad, clock: Timeline?, cost: (@Sendable (Value) -> Int)?) {
+      self.load = load
+      self.clock = clock
+      self.cost = cost
+    }
+  }
+
   /// One key's entry: the key's loadable, whose attempts call the data source.
   ///
   /// Its status, content, error and attempts are the loadable's own. The fields below are the
@@ -224,12 +242,10 @@ extension ContentLoader {
   @usableFromInline
   final class KeyedLoadable: AsyncLoadable<Value>, @unchecked Sendable {
     @usableFromInline let key: Key
-    @usableFromInline let loadValue: DataSourceLoad
+    /// The loader's data source, clock and cost, shared with the loader and its other keys.
+    @usableFromInline let source: KeySource
     @usableFromInline weak var loader: ContentLoader?
     @usableFromInline let versions: Mutex<Versions>
-    /// The loader's timeline, when values go stale by age.
-    @usableFromInline let clock: Timeline?
-    @usableFromInline let costOf: (@Sendable (Value) -> Int)?
     /// ``loadAndKeep(attempt:)``, made in the initializer, which is inlinable: specialized for the
     /// loader's types where the loader is used. In the library's unspecialized code, the call of
     /// the data source and the version rule looked up the metadata of the result's tuple, of
@@ -298,18 +314,12 @@ extension ContentLoader {
     @exclusivity(unchecked) var older: KeyedLoadable?
 
     @inlinable
-    init(
-      loader: ContentLoader, key: Key, prior: (value: Value, version: Version)?,
-      load: DataSourceLoad, clock: Timeline?,
-      cost: (@Sendable (Value) -> Int)?
-    ) {
+    init(loader: ContentLoader, key: Key, prior: (value: Value, version: Version)?, source: KeySource) {
       self.key = key
-      self.clock = clock
-      self.costOf = cost
-      self.loadValue = load
+      self.source = source
       self.loader = loader
       self.cameWithPrior = prior != nil
-      self.versions = Mutex(Versions(prior: prior, priorCost: prior.map { cost?($0.value) ?? 0 } ?? 0))
+      self.versions = Mutex(Versions(prior: prior, priorCost: prior.map { source.cost?($0.value) ?? 0 } ?? 0))
       self.specializedLoadAndKeep = { entry, attempt in try await entry.loadAndKeep(attempt: attempt) }
       super.init()
     }
@@ -388,7 +398,7 @@ extension ContentLoader {
     @inlinable
     func loadAndKeep(attempt: UInt64?) async throws -> Value {
       let loaded: (value: Value, version: Version)
-      switch loadValue {
+      switch source.load {
       case .plain(let load):
         loaded = try await load(key)
       case .withInterimValues(let load):
@@ -398,8 +408,8 @@ extension ContentLoader {
         defer { _ = link.cut() }
         loaded = try await load(key, InterimValues(link: link, attempt: attempt))
       }
-      let now = clock?.now() ?? .zero
-      let loadedCost = costOf?(loaded.value) ?? 0
+      let now = source.clock?.now() ?? .zero
+      let loadedCost = source.cost?(loaded.value) ?? 0
       // Under the loadable's lock, so that no other attempt becomes current between the check and
       // the record (the lock order is the loadable's, then the versions').
       let kept = withState { state -> (Value, [Version])? in
@@ -445,7 +455,7 @@ extension ContentLoader {
     /// of the value the key shows, while `attempt` is the key's running attempt and has not
     /// returned. Returns whether it was taken.
     func deliverInterim(_ value: Value, version: Version, attempt: UInt64?) -> Bool {
-      let valueCost = costOf?(value) ?? 0
+      let valueCost = source.cost?(value) ?? 0
       // Under the loadable's lock, then the versions' (the order of `loadAndKeep`): the attempt
       // is current while the value is taken.
       let (taken, dropped) = withState { state -> (Bool, HeldInterim?) in

@@ -53,7 +53,9 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   @usableFromInline typealias State = ContentLoaderState<Key, Value, Version>
 
   @usableFromInline let state: Mutex<State>
-  @usableFromInline let loadValue: DataSourceLoad
+  /// The data source, the clock when values go stale by age, and the cost: what each entry
+  /// shares with the loader.
+  @usableFromInline let keySource: KeySource
   @usableFromInline let existingValue: @Sendable (Key) -> (value: Value, version: Version)?
   @usableFromInline let timeline: Timeline
   let gracePeriod: Duration
@@ -217,7 +219,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     self.staleAfter = staleAfter.map { max($0, .zero) }
     timeline = Timeline(clock)
     self.existingValue = existingValue
-    self.loadValue = load
+    self.keySource = KeySource(load: load, clock: staleAfter == nil ? nil : timeline, cost: cost)
     self.name = name
     self.instrument = instrument
     self.taskExecutor = taskExecutor
@@ -356,9 +358,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// (the versions, their tuples and optionals: about a dozen, ~330 instructions each).
   @inlinable
   func makeEntry(_ key: Key) -> KeyedLoadable {
-    let entry = KeyedLoadable(
-      loader: self, key: key, prior: existingValue(key), load: loadValue, clock: staleAfter == nil ? nil : timeline,
-      cost: cost)
+    let entry = KeyedLoadable(loader: self, key: key, prior: existingValue(key), source: keySource)
     if let loadOptions { entry.loadOptions = loadOptions }
     return entry
   }
