@@ -58,6 +58,13 @@ extension ContentLoader {
     @usableFromInline var retiredAt: UInt64?
   }
 
+  /// A ``HeldInterim`` in a box of its own (``Versions/interim``).
+  @usableFromInline
+  final class InterimBox: Sendable {
+    @usableFromInline let held: HeldInterim
+    @inlinable init(_ held: HeldInterim) { self.held = held }
+  }
+
   /// The prior value and the version of each content of a key, under the entry's own small lock.
   @usableFromInline
   struct Versions {
@@ -65,7 +72,14 @@ extension ContentLoader {
     @usableFromInline var priorCost: Int
     /// The newest interim value a load delivered, shown in place of the content and the prior
     /// value, which are older, until a newer value replaces it.
-    @usableFromInline var interim: HeldInterim?
+    @inlinable var interim: HeldInterim? {
+      get { interimBox?.held }
+      set { interimBox = newValue.map(InterimBox.init) }
+    }
+    /// ``interim``, boxed: most keys never hold one, and inline it took some 40 bytes a key. A
+    /// change makes a new box (the old one may be released under the lock: the value it holds
+    /// is still held by the copy the caller releases after it, or by the new box).
+    @usableFromInline var interimBox: InterimBox?
     /// Counts the interim values taken and dropped: the loader tells its claims of each.
     @usableFromInline var interimMark: UInt64
     /// The attempt that last returned its result: its interim values come too late.
@@ -80,7 +94,7 @@ extension ContentLoader {
     init(prior: (value: Value, version: Version)?, priorCost: Int) {
       self.prior = prior
       self.priorCost = priorCost
-      interim = nil
+      interimBox = nil
       interimMark = 0
       returned = nil
       slots = []
