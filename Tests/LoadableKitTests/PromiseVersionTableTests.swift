@@ -37,4 +37,21 @@ struct PromiseVersionTableTests {
     #expect(largest <= 2, "the version table held \(largest) versions")
     claim.end()
   }
+
+  /// A key written a thousand times (`set(_:version:for:)`, each value newer) keeps the version
+  /// of its current content, not one per write: a write prunes the table as a load's result does.
+  @Test func aKeysVersionTableStaysBoundedUnderWrites() async throws {
+    let loader = ContentLoader<Int, Int, Int>(idleTimeout: nil) { key in (key, 0) }
+    let claim = loader.begin(1)
+    await eventually { claim.snapshot.status == .loaded }
+    let entry = try #require(loader.loadable(for: 1) as? ContentLoader<Int, Int, Int>.KeyedLoadable)
+    var largest = entry.versionTableSize
+    for version in 1...1_000 {
+      #expect(loader.set(version * 10, version: version, for: 1), "write \(version) refused")
+      largest = max(largest, entry.versionTableSize)
+    }
+    #expect(claim.snapshot.value == 10_000 && claim.snapshot.version == 1_000)
+    #expect(largest <= 2, "the version table held \(largest) versions")
+    claim.end()
+  }
 }
