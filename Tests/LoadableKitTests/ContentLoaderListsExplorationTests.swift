@@ -185,6 +185,58 @@ struct ContentLoaderListsExplorationTests {
     }
   }
 
+  /// A slot granted to a visible load whose task has not come yet is not lent to a less urgent
+  /// load that finds every slot taken — here the dependency of a prefetched key, another key of
+  /// the loader: only a place that is not more urgent lends its slot.
+  @Test func aSlotGrantedToAVisibleLoadIsNotLentToALessUrgentOne() {
+    explore { executor, generator in
+      let gate = Gate()
+      let started = StartLog()
+      let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1) { key in
+        started.record(key)
+        if key == 0 { await gate.wait() }
+        return ("thumbnail \(key)", 1)
+      }
+      let dependent = loader.loadable(for: 1)
+      dependent.addDependency(loader.loadable(for: 2))
+      // The visible key's task comes for its slot late, when it may have been granted one.
+      let late = Gate()
+      let visible = loader.loadable(for: 3)
+      visible.addDependency(AsyncLoadable<Int> {
+        await late.wait()
+        return 0
+      })
+      let delays = (0..<2).map { _ in Int.random(in: 0...6, using: &generator) }
+      let kept = Recorder<Loader.Claim>()
+      executor.spawn {
+        kept.append(loader.begin(0, priority: .visible))
+        while started.count(0) == 0 { await Task.yield() }
+        kept.append(loader.begin(1, priority: .prefetch))
+        kept.append(loader.begin(3, priority: .visible))
+        executor.spawn {
+          await yields(delays[0])
+          gate.open()
+        }
+        executor.spawn {
+          await yields(delays[1])
+          late.open()
+        }
+      }
+      return {
+        var problems: [String] = []
+        let order = started.order
+        if Set(order) != Set(0...3) { problems.append("started \(order)") }
+        if let dependency = order.firstIndex(of: 2), let visible = order.firstIndex(of: 3), dependency < visible {
+          problems.append("the prefetched key's dependency started before the visible key: \(order)")
+        }
+        if loader.limiter!.takenCount != 0 || loader.limiter!.waitingCount != 0 { problems.append("slots or places left") }
+        for claim in kept.values { claim.end() }
+        _ = (dependent, visible)
+        return problems
+      }
+    }
+  }
+
   /// Refreshes of a claimed key interleaved with a caller's `fetch()` of its loadable and, some of
   /// the time, the claim ending: while the claim stays, the value it ends with comes from a load
   /// that called the data source after the last refresh; once everything returned, nothing is
