@@ -137,6 +137,33 @@ struct ContentLoaderListTests {
     #expect(loader.count == 1 && loader.snapshot(for: 1)?.value == "cached")
   }
 
+  /// Over the total cost, idle entries with nothing to show are evicted first (as
+  /// `totalCostLimit` documents), then the least recently used with a value: a failed key that
+  /// went idle goes with the value that has to go, in the same step.
+  @Test func overTheTotalCostIdleEntriesWithNothingToShowGoFirst() async {
+    let source = KeyedSource()
+    let loader = Loader(
+      idleTimeout: nil, cost: { $0.count }, totalCostLimit: 10, load: { try await source.load($0) })
+    let failing = loader.begin(9)
+    await source.waitUntil { $0.pending == 1 }
+    source.fail(9, Boom())
+    await eventually { loader.snapshot(for: 9)?.status == .failed }
+    failing.end()  // idle, with nothing to show
+    var claims: [Loader.Claim] = []
+    for key in 0..<2 {
+      claims.append(loader.begin(key))
+      await source.waitUntil { $0.pending == 1 }
+      source.resolve(key, "sixsix", version: 1)  // costs 6
+      await eventually { loader.snapshot(for: key)?.status == .loaded }
+      if key == 0 { claims[0].end() }  // idle: 6 of 10
+    }
+    // Key 1's value makes 12 > 10: the idle entries go, the one with nothing to show first.
+    await eventually { loader.snapshot(for: 0) == nil }
+    #expect(loader.snapshot(for: 9) == nil, "the failed idle key was evicted before the value")
+    #expect(loader.count == 1 && loader.snapshot(for: 1)?.value == "sixsix")
+    claims[1].end()
+  }
+
   /// Thumbnails defect: a claim that ends very soon after it begins could miss its first
   /// snapshot, when another thread was delivering notifications at that moment.
   @Test func aClaimEndedBeforeItsFirstSnapshotWasDeliveredStillGetsIt() async {
