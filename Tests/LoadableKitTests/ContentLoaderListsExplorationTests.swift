@@ -82,11 +82,7 @@ struct ContentLoaderListsExplorationTests {
     explore { executor, generator in
       let gate = Gate()
       let started = StartLog()
-      let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1) { key in
-        started.record(key)
-        if key == 0 { await gate.wait() }
-        return ("thumbnail \(key)", 1)
-      }
+      let loader = oneSlotLoader(started: started, holding: gate)
       // Keys 1...4: prefetched, visible, or prefetched and then shown.
       let kinds = (1...4).map { _ in Int.random(in: 0...2, using: &generator) }
       let delays = (1...4).map { _ in Int.random(in: 0...3, using: &generator) }
@@ -163,16 +159,11 @@ struct ContentLoaderListsExplorationTests {
           kept.append(loader.begin(2, priority: .visible))
           visibleBegun.store(true, ordering: .relaxed)
         }
-        executor.spawn {
-          await yields(delays[1])
-          gate.open()
-        }
+        open(gate, after: delays[1], on: executor)
       }
       return {
-        var problems: [String] = []
+        var problems = leftovers(of: loader, keys: 0...2, started: started)
         let order = started.order
-        if Set(order) != Set(0...2) { problems.append("started \(order)") }
-        if loader.limiter!.takenCount != 0 || loader.limiter!.waitingCount != 0 { problems.append("slots or places left") }
         if begunBeforeRelease.load(ordering: .relaxed),
           let prefetched = order.firstIndex(of: 1), let visible = order.firstIndex(of: 2), prefetched < visible
         {
@@ -192,11 +183,7 @@ struct ContentLoaderListsExplorationTests {
     explore { executor, generator in
       let gate = Gate()
       let started = StartLog()
-      let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1) { key in
-        started.record(key)
-        if key == 0 { await gate.wait() }
-        return ("thumbnail \(key)", 1)
-      }
+      let loader = oneSlotLoader(started: started, holding: gate)
       let dependent = loader.loadable(for: 1)
       dependent.addDependency(loader.loadable(for: 2))
       // The visible key's task comes for its slot late, when it may have been granted one.
@@ -213,23 +200,15 @@ struct ContentLoaderListsExplorationTests {
         while started.count(0) == 0 { await Task.yield() }
         kept.append(loader.begin(1, priority: .prefetch))
         kept.append(loader.begin(3, priority: .visible))
-        executor.spawn {
-          await yields(delays[0])
-          gate.open()
-        }
-        executor.spawn {
-          await yields(delays[1])
-          late.open()
-        }
+        open(gate, after: delays[0], on: executor)
+        open(late, after: delays[1], on: executor)
       }
       return {
-        var problems: [String] = []
+        var problems = leftovers(of: loader, keys: 0...3, started: started)
         let order = started.order
-        if Set(order) != Set(0...3) { problems.append("started \(order)") }
         if let dependency = order.firstIndex(of: 2), let visible = order.firstIndex(of: 3), dependency < visible {
           problems.append("the prefetched key's dependency started before the visible key: \(order)")
         }
-        if loader.limiter!.takenCount != 0 || loader.limiter!.waitingCount != 0 { problems.append("slots or places left") }
         for claim in kept.values { claim.end() }
         _ = (dependent, visible)
         return problems
@@ -473,5 +452,34 @@ final class Gate: Sendable {
       return state.waiters
     }
     for waiter in waiters { waiter.resume() }
+  }
+}
+
+/// Opens `gate` from a task of its own on `executor`, after `count` yields.
+private func open(_ gate: Gate, after count: Int, on executor: ManualTaskExecutor) {
+  executor.spawn {
+    await yields(count)
+    gate.open()
+  }
+}
+
+/// What a run over a limited loader left wrong: keys whose load never started, and slots or
+/// places still held.
+private func leftovers(
+  of loader: ContentLoaderListsExplorationTests.Loader, keys: ClosedRange<Int>, started: StartLog
+) -> [String] {
+  var problems: [String] = []
+  if Set(started.order) != Set(keys) { problems.append("started \(started.order)") }
+  if loader.limiter!.takenCount != 0 || loader.limiter!.waitingCount != 0 { problems.append("slots or places left") }
+  return problems
+}
+
+/// A loader with one slot whose key 0 holds it until `gate` opens; every load is logged in
+/// `started`.
+private func oneSlotLoader(started: StartLog, holding gate: Gate) -> ContentLoaderListsExplorationTests.Loader {
+  ContentLoaderListsExplorationTests.Loader(idleTimeout: nil, maximumConcurrentLoads: 1) { key in
+    started.record(key)
+    if key == 0 { await gate.wait() }
+    return ("thumbnail \(key)", 1)
   }
 }

@@ -213,9 +213,8 @@ struct ServerJobRunnerTests {
     await job.cancel()  // the first launch's job, still waiting for its next poll
   }
 
-  /// A job paused in this process (its work waiting for its next poll) is checked too, and its
-  /// work goes on from what the check recorded: no server message twice.
-  @Test func aCheckOfAPausedJobInThisProcessIsWhereItsWorkGoesOnFrom() async throws {
+  /// A `RemoteWork` job on a new fake server, held by a new manager as "map".
+  func managedRemoteJob() throws -> (job: Job<RemoteWork>, server: FakeJobServer, manager: JobManager) {
     let work = RemoteWork(id: UUID().uuidString, request: "area 51")
     let server = FakeJobServer()
     FakeJobServers.set(work.id, server: server, clock: clock)
@@ -224,6 +223,13 @@ struct ServerJobRunnerTests {
     let manager = try JobManager(registry: registry, store: ServerJobTestStore(), clock: TestClock())
     let job = Job(work, options: JobOptions(clock: clock))
     try manager.add(job, id: "map")
+    return (job, server, manager)
+  }
+
+  /// A job paused in this process (its work waiting for its next poll) is checked too, and its
+  /// work goes on from what the check recorded: no server message twice.
+  @Test func aCheckOfAPausedJobInThisProcessIsWhereItsWorkGoesOnFrom() async throws {
+    let (job, server, manager) = try managedRemoteJob()
     server.update { $0.state = .executing }
     job.start()
     try await expectSleep(until: 1)
@@ -245,14 +251,7 @@ struct ServerJobRunnerTests {
   /// save a newer checkpoint at any moment, so a check asks nothing and records nothing, and the
   /// work parks at its next pause point.
   @Test func aCheckLeavesAloneAJobWhoseWorkStillRuns() async throws {
-    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
-    let server = FakeJobServer()
-    FakeJobServers.set(work.id, server: server, clock: clock)
-    var registry = JobRegistry()
-    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
-    let manager = try JobManager(registry: registry, store: ServerJobTestStore(), clock: TestClock())
-    let job = Job(work, options: JobOptions(clock: clock))
-    try manager.add(job, id: "map")
+    let (job, server, manager) = try managedRemoteJob()
     let poll = JobLatch()
     server.update {
       $0.state = .executing
