@@ -20,7 +20,8 @@ struct ContentLoaderListsExplorationTests {
       let peak = Atomic<Int>(0)
       let started = StartLog()
       let yieldCount = Int.random(in: 0...3, using: &generator)
-      let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 2) { key in
+      let attempts = AttemptCounter()
+      let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 2, instrument: attempts) { key in
         started.record(key)
         let now = running.increment()
         peak.max(now, ordering: .relaxed)
@@ -56,6 +57,9 @@ struct ContentLoaderListsExplorationTests {
         if loader.limiter!.peak > 2 { problems.append("the limiter let \(loader.limiter!.peak) run") }
         if loader.limiter!.waitingCount != 0 { problems.append("loads left waiting for a slot") }
         if loader.limiter!.takenCount != 0 { problems.append("\(loader.limiter!.takenCount) slots never given back") }
+        // Every attempt's task returned: a load waiting for a slot whose place was taken out of the
+        // queue without its continuation would wait for good, unseen by the checks above.
+        if attempts.started != attempts.ended { problems.append("attempts started \(attempts.started), ended \(attempts.ended)") }
         for key in endedUnstarted.values where started.count(key) != 0 {
           problems.append("key \(key) loaded after its only claim ended in the queue")
         }
@@ -482,4 +486,13 @@ private func oneSlotLoader(started: StartLog, holding gate: Gate) -> ContentLoad
     if key == 0 { await gate.wait() }
     return ("thumbnail \(key)", 1)
   }
+}
+
+/// Counts the attempts started and ended (a cancelled attempt ends when its task returns).
+private final class AttemptCounter: LoadInstrument {
+  private let counts = Mutex((started: 0, ended: 0))
+  var started: Int { counts.withLock(owner: self) { $0.started } }
+  var ended: Int { counts.withLock(owner: self) { $0.ended } }
+  func attemptStarted(_ attempt: LoadAttempt) { counts.withLock(owner: self) { $0.started += 1 } }
+  func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) { counts.withLock(owner: self) { $0.ended += 1 } }
 }
