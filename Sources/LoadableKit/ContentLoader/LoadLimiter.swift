@@ -78,23 +78,15 @@ final class LoadLimiter: Sendable {
     /// A slot was given back: it goes to the most urgent waiter — resumed by the caller, after the
     /// lock, or kept for it when its task has not come yet.
     ///
-    /// A place whose task has not come lends the slot at once to a task already waiting that is
-    /// not less urgent, as it would to such a task coming now (``lendGrantedSlot(to:)``), and
-    /// keeps its turn: its task may be waiting for that very load. A claimed key whose load first
-    /// loads another key of the loader (a declared dependency) was granted the slot while the
-    /// dependency's task already waited in the queue, and the two waited for each other for good.
+    /// A slot kept so is lent at once to the most urgent task already waiting, under the rule a
+    /// task coming now would meet (``lendGrantedSlot(to:)``): the place it was kept for may be
+    /// waiting for that very load. A claimed key whose load first loads another key of the loader
+    /// (a declared dependency) was granted the slot while the dependency's task already waited in
+    /// the queue, and the two waited for each other for good.
     mutating func handOver() -> Continuation? {
       guard let chosen = waiting.min(by: { LoadLimiter.isBefore($0.element, $1.element) }) else {
         taken -= 1
         return nil
-      }
-      if chosen.element.continuation == nil,
-        let present = waiting.lazy.filter({ $0.element.continuation != nil && $0.element.priority >= chosen.element.priority })
-          .min(by: { LoadLimiter.isBefore($0.element, $1.element) })
-      {
-        let next = waiting.remove(present.id)!
-        hold(next.ticket)
-        return next.continuation
       }
       let next = waiting.remove(chosen.id)!
       if let continuation = next.continuation {
@@ -102,7 +94,14 @@ final class LoadLimiter: Sendable {
         return continuation
       }
       granted.append(next)
-      return nil
+      guard
+        let present = waiting.lazy.filter({ $0.element.continuation != nil })
+          .min(by: { LoadLimiter.isBefore($0.element, $1.element) }),
+        lendGrantedSlot(to: present.element.priority)
+      else { return nil }
+      let task = waiting.remove(present.id)!
+      hold(task.ticket)
+      return task.continuation
     }
 
     /// A task found every slot taken: it may take one granted to a place whose task has not come
