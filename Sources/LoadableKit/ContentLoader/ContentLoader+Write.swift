@@ -26,8 +26,8 @@ extension ContentLoader {
   /// - Complexity: O(1); the `cost` closure, if any, is called once, outside the lock.
   @discardableResult
   public func set(_ value: Value, version: Version, for key: Key) -> Bool {
-    let valueCost = cost?(value) ?? 0
-    let loadedAt = staleAfter == nil ? Duration.zero : timeline.now()
+    let valueCost = keySource.cost?(value) ?? 0
+    let loadedAt = keySource.clock?.now() ?? .zero
     let now = currentTime()
     var fresh: KeyedLoadable?
     while true {

@@ -62,8 +62,6 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   let tracksIdleTime: Bool
   /// How old a value may be before its next first claim refreshes it; `nil` never.
   @usableFromInline let staleAfter: Duration?
-  /// The cost of a value, when there is a total cost limit.
-  @usableFromInline let cost: (@Sendable (Value) -> Int)?
   /// Bounds the loads running at once, when `maximumConcurrentLoads` is set.
   let limiter: LoadLimiter?
   /// The loader's name: its keys' loadables are named `name[key]`.
@@ -212,7 +210,6 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       State(
         gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: max(maximumIdleCount, 0),
         totalCostLimit: cost == nil ? nil : totalCostLimit.map { max($0, 0) }, limiter: limiter))
-    self.cost = cost
     self.limiter = limiter
     self.gracePeriod = gracePeriod
     tracksIdleTime = idleTimeout != nil
