@@ -100,7 +100,7 @@ final class AttemptContext: Sendable {
   /// wait are stored inline, and a set or a dictionary is built only for a second one. (The empty
   /// ones are made with `init()`, the shared empty storage: an empty literal `[:]` goes through
   /// `init(dictionaryLiteral:)`, some 50 instructions an attempt.)
-  private struct State {
+  struct State {
     /// Dependencies that already received this attempt's intent: the first, then the others.
     var firstClaimed: ObjectIdentifier?
     var moreClaimed = Set<ObjectIdentifier>()
@@ -112,6 +112,9 @@ final class AttemptContext: Sendable {
     /// then the others.
     var firstGroup: DependencyGroup?
     var moreGroups: [DependencyGroup] = []
+    /// The one wait of an attempt without a task that has one source (a `map`'s), while it is
+    /// pending: see `AttemptContext+SourceWait.swift`. Its edge is ``firstWait``.
+    var sourceWait: SourceWait?
 
     /// Whether `id` received the intent.
     func hasClaimed(_ id: ObjectIdentifier) -> Bool {
@@ -176,7 +179,8 @@ final class AttemptContext: Sendable {
       return moreGroups.remove(at: index)
     }
   }
-  private let state = Mutex(State())
+  /// (Not private: the source wait, in its own file, keeps its part of it.)
+  let state = Mutex(State())
 
   /// Made on the attempt's own task, or, `onTask` being `false`, for an attempt without one (the
   /// current task's identity, which costs a look-up, is then of no use).

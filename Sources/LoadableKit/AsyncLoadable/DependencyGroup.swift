@@ -8,8 +8,9 @@ import Synchronization
 /// ``AsyncLoadable``s (a loadable's declared dependencies). A task group would start a child task
 /// per dependency only to wait for an attempt that already runs on a task of its own (issue 13: a
 /// `zip` paid two tasks per input). ``begin(_:in:for:probe:)`` waits without any task: the group
-/// is then the driver of an attempt that has none (a `map`'s or a `zip`'s), and hands every
-/// dependency's delivery to the attempt's owner.
+/// is then the driver of an attempt that has none (a `zip`'s), and hands every dependency's
+/// delivery to the attempt's owner; an attempt without a task that waits for one source (a
+/// `map`'s) needs no group: its context keeps its one waiter (`AttemptContext+SourceWait.swift`).
 ///
 /// It keeps the task group's rules:
 /// - every dependency loads concurrently, with the attempt's intent, and each wait is an edge of
@@ -259,7 +260,7 @@ final class DependencyGroup: AttemptDriver {
       if node.callerWillWait(context) {
         state.withLock(owner: self) { $0.waits[index] = .pending(waiterID: waiterID, ranked: true) }
       }
-      node.joinAsDependent(request, from: context, waiterID: waiterID, group: self, index: index)
+      node.joinAsDependent(request, from: context, waiterID: waiterID, waiter: .dependent(self, index: index))
       // Decided while the waiter was being registered: the decision may have withdrawn the waits
       // before this one existed, so withdraw it again (a no-op once answered or withdrawn).
       if state.withLock(owner: self, { $0.isDecided && $0.waits[index].isPending }) {
@@ -392,24 +393,21 @@ final class DependencyGroup: AttemptDriver {
 
 extension AsyncLoadable {
   /// Joins or starts an attempt for a dependent's attempt, as ``request(_:from:)`` does, but
-  /// waiting as wait `index` of `group` instead of with the calling task: the group hears of it
-  /// once (``DependencyGroup/arrive(_:_:)``), with the delivery or the error, after the lock is
+  /// waiting with `waiter` — a wait of a ``DependencyGroup``, or an attempt's one wait for its
+  /// source (``AttemptContext/beginSourceWait(on:for:probe:)``) — instead of with the calling
+  /// task: the waiter hears of it once, with the delivery or the error, after the lock is
   /// released. The wait does not make the attempt wanted (a cascading cancel still applies to
   /// it); ``withdrawWaiter(_:)`` withdraws it.
-  func joinAsDependent(
-    _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64, group: DependencyGroup, index: Int
-  ) {
+  func joinAsDependent(_ request: LoadRequest, from context: AttemptContext, waiterID: UInt64, waiter: LoadWaiter) {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     let (decision, event) = withState {
-      $0.decide(
-        request, needsSync: needsSync, waiter: (waiterID, .dependent(group, index: index)), byDependent: true,
-        callerCancelled: false)
+      $0.decide(request, needsSync: needsSync, waiter: (waiterID, waiter), byDependent: true, callerCancelled: false)
     }
     AttemptContext.outside {
       deliver(event, contentChanged: false)
       switch decision {
-      case .content(let delivery): group.arrive(index, .success(delivery))
-      case .failure(let error): group.arrive(index, .failure(error))
+      case .content(let delivery): waiter.resume(with: .success(delivery))
+      case .failure(let error): waiter.resume(with: .failure(error))
       case .joined(let runner): escalateJoined(runner)
       case .none: break
       case .started(let attempt): launch(attempt, parent: context)

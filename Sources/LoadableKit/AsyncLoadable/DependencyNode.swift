@@ -13,8 +13,7 @@ protocol DependencyNode: Loadable {
   var versionOfContent: UInt64? { get }
   /// The context of the attempt running now, once it has started running.
   var runningAttemptContext: AttemptContext? { get }
-  func joinAsDependent(
-    _ request: LoadRequest, from context: AttemptContext, waiterID: UInt64, group: DependencyGroup, index: Int)
+  func joinAsDependent(_ request: LoadRequest, from context: AttemptContext, waiterID: UInt64, waiter: LoadWaiter)
   func withdrawWaiter(_ waiterID: UInt64)
   /// A dependent's attempt is about to wait for this node: whether the node wants to hear when
   /// the wait ends (``AsyncLoadable/callerWillWait(_:)``).

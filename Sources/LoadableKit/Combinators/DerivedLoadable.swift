@@ -241,8 +241,10 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   ///
   /// The rules are the task's: the sources load concurrently with the attempt's intent, and each
   /// wait is an edge of the wait-for graph while it lasts; the first failure fails the attempt and
-  /// withdraws the other waits; cancelling the attempt withdraws them (``DependencyGroup`` is its
-  /// driver); a caller's raised priority goes on to the sources. A chain starts and ends one level
+  /// withdraws the other waits; cancelling the attempt withdraws them (its driver is a
+  /// ``DependencyGroup``, or for one source the context, whose one waiter is the whole wait: see
+  /// ``AttemptContext/beginSourceWait(on:for:probe:)``); a caller's raised priority goes on to the
+  /// sources. A chain starts and ends one level
   /// inside the other at most 32 times (``Trampoline``), then from the bottom of the stack.
   override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
     let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, onTask: false)
@@ -261,12 +263,16 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   }
 
   private func drive(_ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?) {
-    let group = DependencyGroup.begin(sources, in: context, for: attempt, probe: probe)
+    // One source (a `map`'s) is one waiter on its attempt, kept by the context; several, a group.
+    let driver: (any AttemptDriver)? =
+      sources.count == 1
+      ? context.beginSourceWait(on: sources[0], for: attempt, probe: probe)
+      : DependencyGroup.begin(sources, in: context, for: attempt, probe: probe)
     context.driverBegun.store(true, ordering: .releasing)
-    guard let group else { return }  // decided at once
-    let (cancel, escalate) = withState { $0.attach(.driver(group), to: attempt) }
-    escalate.ifSome { group.escalate(to: $0) }
-    if cancel { group.cancel() }
+    guard let driver else { return }  // decided at once
+    let (cancel, escalate) = withState { $0.attach(.driver(driver), to: attempt) }
+    escalate.ifSome { driver.escalate(to: $0) }
+    if cancel { driver.cancel() }
   }
 
   override func dependenciesDecided(

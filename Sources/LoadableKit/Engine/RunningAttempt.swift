@@ -32,6 +32,9 @@ enum LoadWaiter {
   /// it does not make the attempt wanted; the group itself, not a closure, so that a wait
   /// allocates nothing of its own.
   case dependent(DependencyGroup, index: Int)
+  /// The one wait of a dependent's attempt without a task that has one source (a `map`'s): its
+  /// context, which keeps the wait (``AttemptContext/sourceArrived(_:)``).
+  case source(AttemptContext)
 
   func resume(with result: Result<LoadDelivery, any Error>) {
     switch (self, result) {
@@ -39,6 +42,7 @@ enum LoadWaiter {
     case (.completion(let handler), .success): handler(nil)
     case (.completion(let handler), .failure(let error)): handler(error)
     case (.dependent(let group, let index), _): group.arrive(index, result)
+    case (.source(let context), _): context.sourceArrived(result)
     }
   }
 }
@@ -99,7 +103,8 @@ enum AttemptStanding {
 }
 
 /// What runs an attempt that has no task of its own: a `map` or a `zip` whose attempt is its
-/// sources' attempts and a callback (``DependencyGroup``). Cancelling the attempt cancels it, and
+/// sources' attempts and a callback (a ``DependencyGroup``, or for one source the attempt's
+/// ``AttemptContext``, which keeps its one wait). Cancelling the attempt cancels it, and
 /// a caller's raised priority goes through it to the attempts it waits for.
 protocol AttemptDriver: AnyObject, Sendable {
   func cancel()

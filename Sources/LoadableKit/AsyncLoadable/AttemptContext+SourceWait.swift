@@ -1,0 +1,111 @@
+// An attempt without a task that has one source (a `map`'s, a `zip` of one): its one waiter on the
+// source's attempt, kept by the attempt's context, which is also the attempt's driver.
+//
+// It is a ``DependencyGroup`` of one node without the group: the same rules (the edge of the
+// wait-for graph recorded and checked before the wait begins, and ended before the outcome is
+// handed on; the source told when a ranked wait ends; a cancel withdraws the wait; a raised
+// priority passed on while it waits), with the one waiter the source resumes exactly once — by its
+// attempt's end, or by the withdrawal, with `CancellationError` — as the only way the outcome is
+// decided. A node of a `map` chain paid a group a load (an object with its own lock, made, locked
+// four times and released) to wait for one thing.
+
+extension AttemptContext {
+  /// The pending wait for the source (``State/sourceWait``): what ``sourceArrived(_:)`` hands the
+  /// outcome to, and what a cancel withdraws.
+  struct SourceWait {
+    let source: any DependencyNode
+    let waiterID: UInt64
+    /// Whether the source ranks its load by who waits (``AsyncLoadable/callerWillWait(_:)``): it is
+    /// then told when the wait ends.
+    var ranked = false
+    /// The highest priority passed on to the source so far.
+    var escalated = RawPriority.none
+    let attempt: RunningAttempt
+    let probe: AttemptProbe?
+  }
+
+  /// Waits for `source` for `attempt` of the context's owner, which runs without a task, as
+  /// ``DependencyGroup/begin(_:in:for:probe:)`` waits for several: the owner's
+  /// ``DependencyNode/dependenciesDecided(_:attempt:context:probe:)`` is called once, with the
+  /// source's delivery or its failure, after the locks are released (at once, on this thread, when
+  /// the source answers without a wait). Returns the context, the attempt's driver while the wait
+  /// lasts, or `nil` when it was decided at once.
+  func beginSourceWait(
+    on source: any DependencyNode, for attempt: RunningAttempt, probe: AttemptProbe?
+  ) -> AttemptContext? {
+    func decided(_ outcome: DependencyGroup.Outcome) -> AttemptContext? {
+      owner.dependenciesDecided(outcome, attempt: attempt, context: self, probe: probe)
+      return nil
+    }
+    var request = self.request(for: source)
+    switch source.immediateAnswer(to: request) {
+    case .success(let delivery)?:
+      // A loaded source's content is its answer; one that answered at once while it loads (asked
+      // if needed) is waited for with a plain load, as the group does.
+      if source.erasedState.status == .loaded {
+        var deliveries = DependencyGroup.Deliveries()
+        deliveries.append(delivery)
+        return decided(.success(deliveries))
+      }
+      request = .load
+    case .failure(let error)?: return decided(.failure(error))
+    case nil: break
+    }
+    do {
+      try beginWait(on: source)
+    } catch {
+      return decided(.failure(error))
+    }
+    let waiterID = nextUniqueID()
+    var wait = SourceWait(source: source, waiterID: waiterID, attempt: attempt, probe: probe)
+    // Nothing arrives before the waiter joins: the flag is set before anyone can read it. (No
+    // cancel comes before this returns either: the context becomes the attempt's driver after.)
+    AttemptContext.outside {
+      wait.ranked = source.callerWillWait(self)
+      state.withLock(owner: self) { $0.sourceWait = wait }
+      source.joinAsDependent(request, from: self, waiterID: waiterID, waiter: .source(self))
+    }
+    return self
+  }
+
+  /// The source delivered, or failed, or the wait was withdrawn (`CancellationError`): arrives
+  /// exactly once, from the source. The edge ends in the same lock as the wait, and a ranked
+  /// source hears that the wait ended, before the outcome is handed on.
+  func sourceArrived(_ result: Result<LoadDelivery, any Error>) {
+    // The wait and the node of the edge are released after the lock.
+    let (wait, edge) = state.withLock(owner: self) { state -> (SourceWait?, (any DependencyNode)?) in
+      guard let wait = state.sourceWait.take() else { return (nil, nil) }
+      return (wait, state.removeWait(ObjectIdentifier(wait.source)))
+    }
+    _ = edge
+    guard let wait else { return }
+    if wait.ranked { wait.source.callerStoppedWaiting(self) }
+    let outcome = result.map { delivery in
+      var deliveries = DependencyGroup.Deliveries()
+      deliveries.append(delivery)
+      return deliveries
+    }
+    owner.dependenciesDecided(outcome, attempt: wait.attempt, context: self, probe: wait.probe)
+  }
+}
+
+extension AttemptContext: AttemptDriver {
+  /// The attempt was cancelled: the wait is withdrawn, and the source resumes it with
+  /// `CancellationError` (unless its answer is already on its way, which then decides).
+  func cancel() {
+    guard let (source, waiterID) = state.withLock(owner: self, { $0.sourceWait.map { ($0.source, $0.waiterID) } })
+    else { return }
+    source.withdrawWaiter(waiterID)
+  }
+
+  /// Passes a raised priority on to the source while it is awaited, once per higher priority.
+  func escalate(to priority: TaskPriority) {
+    let source = state.withLock(owner: self) { state -> (any DependencyNode)? in
+      guard state.sourceWait != nil, RawPriority(priority) > state.sourceWait!.escalated else { return nil }
+      state.sourceWait!.escalated = RawPriority(priority)
+      return state.sourceWait!.source
+    }
+    guard let source else { return }
+    Trampoline.run { source.escalateRunningAttempt(to: priority) }
+  }
+}
