@@ -444,6 +444,34 @@ struct CycleTests {
     #expect(b.content == 11)
   }
 
+  /// The same for a `map`'s wait, which has no task: once the source answered, while the view's
+  /// attempt is still ending (its content derived, not yet committed), the wait is no longer an
+  /// edge, so the source's next attempt may wait for the view.
+  @Test func aMapsWaitThatReturnedIsNoLongerAnEdge() async throws {
+    let source = AsyncLoadable { 1 }
+    let view = source.map { $0 * 10 }
+    let cycleFound = Mutex<Bool?>(nil)
+    try await LiveViewSeams.withHook(
+      afterDerivationRecordedBy: view,
+      {
+        // What the source's next attempt does to wait for the view (`loadDependency`): record the
+        // edge source → view, walking from the view's attempt, which is still running.
+        let next = AttemptContext(owner: source, intent: .load, attemptID: 0, onTask: false)
+        do {
+          try next.beginWait(on: view)
+          next.endWait(on: view)
+          cycleFound.withLock { $0 = false }
+        } catch {
+          cycleFound.withLock { $0 = true }
+        }
+      }
+    ) {
+      try await view.load()
+    }
+    #expect(cycleFound.withLock { $0 } == false)
+    #expect(view.content == 10)
+  }
+
   @Test func incidentalEdgesNeverFormACycle() async throws {
     let a = AsyncLoadable { "a" }
     let b = AsyncLoadable { "b" }
