@@ -12,8 +12,12 @@
 extension AttemptContext {
   /// The pending wait for the source (``State/sourceWait``): what ``sourceArrived(_:)`` hands the
   /// outcome to, and what a cancel withdraws.
+  ///
+  /// The source itself is the node of the wait's edge (``State/firstWait``): kept once, as the
+  /// edge holds it, not copied here too (each copy of a `map` is a retain and a release, on the
+  /// slow path a view's weak references give it).
   struct SourceWait {
-    let source: any DependencyNode
+    let sourceID: ObjectIdentifier
     let waiterID: UInt64
     /// Whether the source ranks its load by who waits (``AsyncLoadable/callerWillWait(_:)``): it is
     /// then told when the wait ends.
@@ -57,7 +61,7 @@ extension AttemptContext {
       return decided(.failure(error))
     }
     let waiterID = nextUniqueID()
-    var wait = SourceWait(source: source, waiterID: waiterID, attempt: attempt, probe: probe)
+    var wait = SourceWait(sourceID: ObjectIdentifier(source), waiterID: waiterID, attempt: attempt, probe: probe)
     // Nothing arrives before the waiter joins: the flag is set before anyone can read it. (No
     // cancel comes before this returns either: the context becomes the attempt's driver after.)
     AttemptContext.outside {
@@ -73,13 +77,13 @@ extension AttemptContext {
   /// source hears that the wait ended, before the outcome is handed on.
   func sourceArrived(_ result: Result<LoadDelivery, any Error>) {
     // The wait and the node of the edge are released after the lock.
-    let (wait, edge) = state.withLock(owner: self) { state -> (SourceWait?, (any DependencyNode)?) in
+    let (wait, source) = state.withLock(owner: self) { state -> (SourceWait?, (any DependencyNode)?) in
       guard let wait = state.sourceWait.take() else { return (nil, nil) }
-      return (wait, state.removeWait(ObjectIdentifier(wait.source)))
+      // The edge's node, released after the lock (it may be the last reference to the source).
+      return (wait, state.removeWait(wait.sourceID) ?? state.waitedNode(wait.sourceID))
     }
-    _ = edge
     guard let wait else { return }
-    if wait.ranked { wait.source.callerStoppedWaiting(self) }
+    if wait.ranked { source?.callerStoppedWaiting(self) }
     let outcome = result.map { delivery in
       var deliveries = DependencyGroup.Deliveries()
       deliveries.append(delivery)
@@ -93,17 +97,19 @@ extension AttemptContext: AttemptDriver {
   /// The attempt was cancelled: the wait is withdrawn, and the source resumes it with
   /// `CancellationError` (unless its answer is already on its way, which then decides).
   func cancel() {
-    guard let (source, waiterID) = state.withLock(owner: self, { $0.sourceWait.map { ($0.source, $0.waiterID) } })
-    else { return }
+    let pending = state.withLock(owner: self) { state in
+      state.sourceWait.flatMap { wait in state.waitedNode(wait.sourceID).map { ($0, wait.waiterID) } }
+    }
+    guard let (source, waiterID) = pending else { return }
     source.withdrawWaiter(waiterID)
   }
 
   /// Passes a raised priority on to the source while it is awaited, once per higher priority.
   func escalate(to priority: TaskPriority) {
     let source = state.withLock(owner: self) { state -> (any DependencyNode)? in
-      guard state.sourceWait != nil, RawPriority(priority) > state.sourceWait!.escalated else { return nil }
+      guard let wait = state.sourceWait, RawPriority(priority) > wait.escalated else { return nil }
       state.sourceWait!.escalated = RawPriority(priority)
-      return state.sourceWait!.source
+      return state.waitedNode(wait.sourceID)
     }
     guard let source else { return }
     Trampoline.run { source.escalateRunningAttempt(to: priority) }

@@ -161,6 +161,12 @@ final class AttemptContext: Sendable {
       return moreWaits.removeValue(forKey: id)?.node
     }
 
+    /// The node of a wait in progress for `id`.
+    func waitedNode(_ id: ObjectIdentifier) -> (any DependencyNode)? {
+      if let firstWait, firstWait.id == id { return firstWait.node }
+      return moreWaits.isEmpty ? nil : moreWaits[id]?.node
+    }
+
     var waitTargets: [any DependencyNode] {
       var targets: [any DependencyNode] = []
       targets.reserveCapacity(moreWaits.count + 1)
