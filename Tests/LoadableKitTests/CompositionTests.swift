@@ -596,6 +596,30 @@ struct DiscoveredDependencyTests {
 
 @Suite("Cascade interest", .timeLimit(.minutes(1)))
 struct CascadeInterestTests {
+  /// A `map` cancelled once its source's attempt has ended, while the source still tells its
+  /// observers (its waiters are resumed after), ends cancelled without running its transform: the
+  /// cancel decides the map's attempt, as it does while the source still loads.
+  @Test func aMapCancelledWhileItsSourceTellsItsObserversDoesNotRunItsTransform() async throws {
+    let control = ControlledLoad<Int>()
+    let source = control.makeLoadable()
+    let transforms = Mutex(0)
+    let view = source.map { value -> Int in
+      transforms.withLock { $0 += 1 }
+      return value * 10
+    }
+    let observation = source.observeLoadStatus { status in
+      if status == .loaded { view.cancelLoad() }
+    }
+    defer { observation.cancel() }
+    let load = Task { try await view.load() }
+    try await control.waitForStart()
+    control.resolve(1)
+    await #expect(throws: CancellationError.self) { try await load.value }
+    #expect(source.content == 1)
+    #expect(view.loadStatus == .failed)
+    #expect(transforms.withLock { $0 } == 0)
+  }
+
   @Test func aCallerWhoJoinedAndLeftDoesNotKeepTheDependencyAttemptAlive() async throws {
     let portal = ControlledLoad<String>()
     let portalLoadable = portal.makeLoadable()

@@ -4,9 +4,9 @@
 // It is a ``DependencyGroup`` of one node without the group: the same rules (the edge of the
 // wait-for graph recorded and checked before the wait begins, and ended before the outcome is
 // handed on; the source told when a ranked wait ends; a cancel withdraws the wait; a raised
-// priority passed on while it waits), with the one waiter the source resumes exactly once — by its
-// attempt's end, or by the withdrawal, with `CancellationError` — as the only way the outcome is
-// decided. A node of a `map` chain paid a group a load (an object with its own lock, made, locked
+// priority passed on while it waits; the outcome decided once, by the answer or by a cancel,
+// whichever comes first), with the one waiter the source resumes exactly once — by its attempt's
+// end, or by the withdrawal, with `CancellationError`. A node of a `map` chain paid a group a load (an object with its own lock, made, locked
 // four times and released) to wait for one thing.
 
 extension AttemptContext {
@@ -24,8 +24,9 @@ extension AttemptContext {
     var ranked = false
     /// The highest priority passed on to the source so far.
     var escalated = RawPriority.none
-    let attempt: RunningAttempt
-    let probe: AttemptProbe?
+    /// Who is handed the outcome, once: taken by the answer, or by a cancel that comes first (the
+    /// wait then stays until the withdrawn waiter arrives, as an edge of an attempt that is over).
+    var finish: (attempt: RunningAttempt, probe: AttemptProbe?)?
   }
 
   /// Waits for `source` for `attempt` of the context's owner, which runs without a task, as
@@ -61,7 +62,7 @@ extension AttemptContext {
       return decided(.failure(error))
     }
     let waiterID = nextUniqueID()
-    var wait = SourceWait(sourceID: ObjectIdentifier(source), waiterID: waiterID, attempt: attempt, probe: probe)
+    var wait = SourceWait(sourceID: ObjectIdentifier(source), waiterID: waiterID, finish: (attempt, probe))
     // Nothing arrives before the waiter joins: the flag is set before anyone can read it. (No
     // cancel comes before this returns either: the context becomes the attempt's driver after.)
     AttemptContext.outside {
@@ -74,7 +75,8 @@ extension AttemptContext {
 
   /// The source delivered, or failed, or the wait was withdrawn (`CancellationError`): arrives
   /// exactly once, from the source. The edge ends in the same lock as the wait, and a ranked
-  /// source hears that the wait ended, before the outcome is handed on.
+  /// source hears that the wait ended, before the outcome is handed on — unless a cancel decided
+  /// it first (``cancel()``).
   func sourceArrived(_ result: Result<LoadDelivery, any Error>) {
     // The wait and the node of the edge are released after the lock.
     let (wait, source) = state.withLock(owner: self) { state -> (SourceWait?, (any DependencyNode)?) in
@@ -84,30 +86,38 @@ extension AttemptContext {
     }
     guard let wait else { return }
     if wait.ranked { source?.callerStoppedWaiting(self) }
+    guard let finish = wait.finish else { return }  // cancelled: decided already
     let outcome = result.map { delivery in
       var deliveries = DependencyGroup.Deliveries()
       deliveries.append(delivery)
       return deliveries
     }
-    owner.dependenciesDecided(outcome, attempt: wait.attempt, context: self, probe: wait.probe)
+    owner.dependenciesDecided(outcome, attempt: finish.attempt, context: self, probe: finish.probe)
   }
 }
 
 extension AttemptContext: AttemptDriver {
-  /// The attempt was cancelled: the wait is withdrawn, and the source resumes it with
-  /// `CancellationError` (unless its answer is already on its way, which then decides).
+  /// The attempt was cancelled: the outcome is `CancellationError`, decided now, and the wait is
+  /// withdrawn first (the source resumes the waiter, which then only ends the edge). An answer
+  /// already on its way — the source's attempt ended and is still telling its observers — arrives
+  /// after the decision and is dropped, as a group drops it: the transform does not run for an
+  /// attempt that was cancelled.
   func cancel() {
-    let pending = state.withLock(owner: self) { state in
-      state.sourceWait.flatMap { wait in state.waitedNode(wait.sourceID).map { ($0, wait.waiterID) } }
+    typealias Decided = (source: any DependencyNode, waiterID: UInt64, finish: (attempt: RunningAttempt, probe: AttemptProbe?))
+    let decided = state.withLock(owner: self) { state -> Decided? in
+      guard let wait = state.sourceWait, wait.finish != nil, let source = state.waitedNode(wait.sourceID) else { return nil }
+      return (source, wait.waiterID, state.sourceWait!.finish.take()!)
     }
-    guard let (source, waiterID) = pending else { return }
-    source.withdrawWaiter(waiterID)
+    guard let decided else { return }
+    decided.source.withdrawWaiter(decided.waiterID)
+    owner.dependenciesDecided(
+      .failure(CancellationError()), attempt: decided.finish.attempt, context: self, probe: decided.finish.probe)
   }
 
   /// Passes a raised priority on to the source while it is awaited, once per higher priority.
   func escalate(to priority: TaskPriority) {
     let source = state.withLock(owner: self) { state -> (any DependencyNode)? in
-      guard let wait = state.sourceWait, RawPriority(priority) > wait.escalated else { return nil }
+      guard let wait = state.sourceWait, wait.finish != nil, RawPriority(priority) > wait.escalated else { return nil }
       state.sourceWait!.escalated = RawPriority(priority)
       return state.waitedNode(wait.sourceID)
     }
