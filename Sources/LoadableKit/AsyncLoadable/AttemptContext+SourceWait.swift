@@ -78,15 +78,15 @@ extension AttemptContext {
   /// source hears that the wait ended, before the outcome is handed on — unless a cancel decided
   /// it first (``cancel()``).
   func sourceArrived(_ result: Result<LoadDelivery, any Error>) {
-    // The wait and the node of the edge are released after the lock.
-    let (wait, source) = state.withLock(owner: self) { state -> (SourceWait?, (any DependencyNode)?) in
-      guard let wait = state.sourceWait.take() else { return (nil, nil) }
-      // The edge's node, released after the lock (it may be the last reference to the source).
-      return (wait, state.removeWait(wait.sourceID) ?? state.waitedNode(wait.sourceID))
+    // What the wait held is moved out, and released after the lock.
+    typealias Ended = (finish: (attempt: RunningAttempt, probe: AttemptProbe?)?, ranked: Bool, source: (any DependencyNode)?)
+    let ended = state.withLock(owner: self) { state -> Ended in
+      guard var wait = state.sourceWait.take() else { return (nil, false, nil) }
+      // The edge's node (it may be the last reference to the source).
+      return (wait.finish.take(), wait.ranked, state.removeWait(wait.sourceID) ?? state.waitedNode(wait.sourceID))
     }
-    guard let wait else { return }
-    if wait.ranked { source?.callerStoppedWaiting(self) }
-    guard let finish = wait.finish else { return }  // cancelled: decided already
+    if ended.ranked { ended.source?.callerStoppedWaiting(self) }
+    guard let finish = ended.finish else { return }  // no wait, or a cancel decided already
     let outcome = result.map { delivery in
       var deliveries = DependencyGroup.Deliveries()
       deliveries.append(delivery)
