@@ -29,19 +29,14 @@ struct LoadLimiterStateTests {
     state.waiting.map(\.element.ticket)
   }
 
-  @Test func aTaskBorrowsTheLeastUrgentGrantedPlace() {
-    var state = twoGranted(.visible, .prefetch)
+  /// Of a visible key's place and a prefetched one's, the prefetched one is lent; of two as
+  /// urgent, the newest. Either way the other keeps its slot.
+  @Test(arguments: [(ClaimPriority.visible, ClaimPriority.prefetch), (.visible, .visible)])
+  func aTaskBorrowsTheLeastUrgentGrantedPlaceTheNewestAmongEquals(first: ClaimPriority, second: ClaimPriority) {
+    var state = twoGranted(first, second)
     let lent = state.lendGrantedSlot(to: .visible)
     #expect(lent)
-    // The prefetched place goes back to the queue; the visible one keeps its slot.
-    #expect(state.granted.map(\.ticket) == [ObjectIdentifier(keys[0])])
-    #expect(waitingTickets(state) == [ObjectIdentifier(keys[1])])
-  }
-
-  @Test func amongPlacesAsUrgentTheNewestIsLent() {
-    var state = twoGranted(.visible, .visible)
-    let lent = state.lendGrantedSlot(to: .visible)
-    #expect(lent)
+    // The second place goes back to the queue; the first keeps its slot.
     #expect(state.granted.map(\.ticket) == [ObjectIdentifier(keys[0])])
     #expect(waitingTickets(state) == [ObjectIdentifier(keys[1])])
   }

@@ -6,10 +6,13 @@
 // handed on; the source told when a ranked wait ends; a cancel withdraws the wait; a raised
 // priority passed on while it waits; the outcome decided once, by the answer or by a cancel,
 // whichever comes first), with the one waiter the source resumes exactly once — by its attempt's
-// end, or by the withdrawal, with `CancellationError`. A node of a `map` chain paid a group a load (an object with its own lock, made, locked
-// four times and released) to wait for one thing.
+// end, or by the withdrawal, with `CancellationError`. A node of a `map` chain paid a group a load
+// (an object with its own lock, made, locked four times and released) to wait for one thing.
 
 extension AttemptContext {
+  /// Who is handed the outcome: the attempt and its instruments' probe.
+  typealias Finish = (attempt: RunningAttempt, probe: AttemptProbe?)
+
   /// The pending wait for the source (``State/sourceWait``): what ``sourceArrived(_:)`` hands the
   /// outcome to, and what a cancel withdraws.
   ///
@@ -26,7 +29,7 @@ extension AttemptContext {
     var escalated = RawPriority.none
     /// Who is handed the outcome, once: taken by the answer, or by a cancel that comes first (the
     /// wait then stays until the withdrawn waiter arrives, as an edge of an attempt that is over).
-    var finish: (attempt: RunningAttempt, probe: AttemptProbe?)?
+    var finish: Finish?
   }
 
   /// Waits for `source` for `attempt` of the context's owner, which runs without a task, as
@@ -79,7 +82,7 @@ extension AttemptContext {
   /// it first (``cancel()``).
   func sourceArrived(_ result: Result<LoadDelivery, any Error>) {
     // What the wait held is moved out, and released after the lock.
-    typealias Ended = (finish: (attempt: RunningAttempt, probe: AttemptProbe?)?, ranked: Bool, source: (any DependencyNode)?)
+    typealias Ended = (finish: Finish?, ranked: Bool, source: (any DependencyNode)?)
     let ended = state.withLock(owner: self) { state -> Ended in
       guard var wait = state.sourceWait.take() else { return (nil, false, nil) }
       // The edge's node (it may be the last reference to the source).
@@ -103,10 +106,13 @@ extension AttemptContext: AttemptDriver {
   /// after the decision and is dropped, as a group drops it: the transform does not run for an
   /// attempt that was cancelled.
   func cancel() {
-    typealias Decided = (source: any DependencyNode, waiterID: UInt64, finish: (attempt: RunningAttempt, probe: AttemptProbe?))
+    typealias Decided = (source: any DependencyNode, waiterID: UInt64, finish: Finish)
+    // Read in place, not copied: a copy of the wait would be released in the lock.
     let decided = state.withLock(owner: self) { state -> Decided? in
-      guard let wait = state.sourceWait, wait.finish != nil, let source = state.waitedNode(wait.sourceID) else { return nil }
-      return (source, wait.waiterID, state.sourceWait!.finish.take()!)
+      guard state.sourceWait?.finish != nil, let sourceID = state.sourceWait?.sourceID,
+        let source = state.waitedNode(sourceID)
+      else { return nil }
+      return (source, state.sourceWait!.waiterID, state.sourceWait!.finish.take()!)
     }
     guard let decided else { return }
     decided.source.withdrawWaiter(decided.waiterID)
@@ -117,9 +123,11 @@ extension AttemptContext: AttemptDriver {
   /// Passes a raised priority on to the source while it is awaited, once per higher priority.
   func escalate(to priority: TaskPriority) {
     let source = state.withLock(owner: self) { state -> (any DependencyNode)? in
-      guard let wait = state.sourceWait, wait.finish != nil, RawPriority(priority) > wait.escalated else { return nil }
+      guard state.sourceWait?.finish != nil, let sourceID = state.sourceWait?.sourceID,
+        RawPriority(priority) > state.sourceWait!.escalated
+      else { return nil }
       state.sourceWait!.escalated = RawPriority(priority)
-      return state.waitedNode(wait.sourceID)
+      return state.waitedNode(sourceID)
     }
     guard let source else { return }
     Trampoline.run { source.escalateRunningAttempt(to: priority) }

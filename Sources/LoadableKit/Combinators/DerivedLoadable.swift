@@ -244,8 +244,8 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   /// withdraws the other waits; cancelling the attempt withdraws them (its driver is a
   /// ``DependencyGroup``, or for one source the context, whose one waiter is the whole wait: see
   /// ``AttemptContext/beginSourceWait(on:for:probe:)``); a caller's raised priority goes on to the
-  /// sources. A chain starts and ends one level
-  /// inside the other at most 32 times (``Trampoline``), then from the bottom of the stack.
+  /// sources. A chain starts and ends one level inside the other at most 32 times
+  /// (``Trampoline``), then from the bottom of the stack.
   override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
     let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, onTask: false)
     let sourceCount = sources.count
