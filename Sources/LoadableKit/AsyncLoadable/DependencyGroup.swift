@@ -29,7 +29,7 @@ import Synchronization
 final class DependencyGroup: AttemptDriver {
   /// Each dependency's delivery, in order, or the first failure.
   typealias Outcome = Result<Deliveries, any Error>
-  /// The deliveries of a group, mostly of one node: the first is stored inline.
+  /// The deliveries of a group, or the one of a `map`'s source wait: the first is stored inline.
   typealias Deliveries = InlineFirstArray<LoadDelivery>
 
   /// The wait on one node: its request until its waiter is registered, then the waiter's
@@ -58,8 +58,8 @@ final class DependencyGroup: AttemptDriver {
     var finish: Finish?
     /// Set once the outcome is decided: later arrivals are ignored, later registrations withdrawn.
     var isDecided = false
-    /// Each node's wait, by index (one array for the requests and the waiters: most groups have
-    /// one node, and each array is an allocation).
+    /// Each node's wait, by index (one array for the requests and the waiters: each array is an
+    /// allocation, and a group often waits for one node, the others having answered at once).
     var waits: InlineFirstArray<Wait>
     /// How many waits are not answered (a wait dropped before it was registered counts as
     /// answered): each is an edge of the wait-for graph. At 0 every node delivered, unless the

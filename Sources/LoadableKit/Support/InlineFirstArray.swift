@@ -1,6 +1,7 @@
 /// An array whose first element is stored inline and the others in an `Array`: the lists of one
-/// attempt's dependencies (a `DependencyGroup`'s waits and deliveries) mostly hold one element, a
-/// `map`'s source, and an `Array` of one is an allocation.
+/// attempt's dependencies often hold one element — a `map`'s one delivery, a group's one wait
+/// when its other nodes answered at once, the one version a view derived from — and an `Array`
+/// of one is an allocation.
 struct InlineFirstArray<Element>: RandomAccessCollection, MutableCollection {
   private var first: Element?
   private var rest: [Element] = []
