@@ -5,19 +5,19 @@ import Testing
 /// found every slot taken may borrow. The moment is reachable through a `ContentLoader` only
 /// between a claim reserving a place, under the loader's lock, and the load's task coming for it;
 /// `ContentLoaderListsExplorationTests` reaches it by schedule, these tests by construction.
-@Suite("Load limit: lending a granted slot")
+@Suite("Load limit: lending a granted slot", .timeLimit(.minutes(1)))
 struct LoadLimiterStateTests {
   /// Objects whose identities are the places' tickets (a key's entry in the loader).
   private final class Key {}
-  private let keys = (0..<3).map { _ in Key() }
+  private let keys = [Key(), Key()]
 
   private func place(_ index: Int, _ priority: ClaimPriority, order: UInt64) -> LoadLimiter.Waiter {
     LoadLimiter.Waiter(
       ticket: ObjectIdentifier(keys[index]), attempt: UInt64(index + 1), priority: priority, order: order, continuation: nil)
   }
 
-  /// Both slots are granted to places whose tasks have not come: a visible key's and a prefetched
-  /// one's.
+  /// Both slots are granted to places whose tasks have not come, at priorities `first` and
+  /// `second` (the second place the newer).
   private func twoGranted(_ first: ClaimPriority, _ second: ClaimPriority) -> LoadLimiter.State {
     var state = LoadLimiter.State(limit: 2)
     state.granted = [place(0, first, order: 1), place(1, second, order: 2)]
