@@ -10,13 +10,7 @@ struct ContentLoaderListTests {
   @Test func aFlingDoesNotEvictIdleEntriesThatHoldValues() async {
     let source = KeyedSource()
     let loader = makeLoader(source, maximumIdleCount: 2)
-    for key in 0..<2 {
-      let claim = loader.begin(key)
-      await source.waitUntil { $0.pending == 1 }
-      source.resolve(key, "v\(key)", version: 1)
-      await eventually { loader.snapshot(for: key)?.status == .loaded }
-      claim.end()
-    }
+    for key in 0..<2 { await claimLoaded(key, "v\(key)", in: loader, from: source).end() }
     for key in 100..<120 { loader.begin(key).end() }  // the fling: nothing loaded
     #expect(loader.snapshot(for: 0)?.value == "v0")
     #expect(loader.snapshot(for: 1)?.value == "v1")
@@ -105,12 +99,7 @@ struct ContentLoaderListTests {
       idleTimeout: nil, cost: { $0.count }, totalCostLimit: 10, load: { try await source.load($0) })
     var events = Reader(loader.events)
     var claims: [Loader.Claim] = []
-    for key in 0..<3 {
-      claims.append(loader.begin(key))
-      await source.waitUntil { $0.pending == 1 }
-      source.resolve(key, "four", version: 1)  // costs 4
-      await eventually { loader.snapshot(for: key)?.status == .loaded }
-    }
+    for key in 0..<3 { claims.append(await claimLoaded(key, "four", in: loader, from: source)) }  // each costs 4
     // 12 > 10, but every entry is claimed: nothing can go.
     #expect(loader.count == 3)
     claims[1].end()
@@ -149,19 +138,13 @@ struct ContentLoaderListTests {
     source.fail(9, Boom())
     await eventually { loader.snapshot(for: 9)?.status == .failed }
     failing.end()  // idle, with nothing to show
-    var claims: [Loader.Claim] = []
-    for key in 0..<2 {
-      claims.append(loader.begin(key))
-      await source.waitUntil { $0.pending == 1 }
-      source.resolve(key, "sixsix", version: 1)  // costs 6
-      await eventually { loader.snapshot(for: key)?.status == .loaded }
-      if key == 0 { claims[0].end() }  // idle: 6 of 10
-    }
+    await claimLoaded(0, "sixsix", in: loader, from: source).end()  // costs 6; idle: 6 of 10
+    let claim = await claimLoaded(1, "sixsix", in: loader, from: source)
     // Key 1's value makes 12 > 10: the idle entries go, the one with nothing to show first.
     await eventually { loader.snapshot(for: 0) == nil }
     #expect(loader.snapshot(for: 9) == nil, "the failed idle key was evicted before the value")
     #expect(loader.count == 1 && loader.snapshot(for: 1)?.value == "sixsix")
-    claims[1].end()
+    claim.end()
   }
 
   /// Thumbnails defect: a claim that ends very soon after it begins could miss its first

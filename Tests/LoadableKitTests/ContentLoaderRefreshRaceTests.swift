@@ -128,13 +128,4 @@ struct ContentLoaderRefreshRaceTests {
     claim.end()
     other.end()
   }
-
-  /// Claims `key`, the loader's first load, and waits until that load landed "v1".
-  private func claimLoaded(_ key: Int, in loader: Loader, from source: KeyedSource) async -> Loader.Claim {
-    let claim = loader.begin(key)
-    await source.waitForStarts(1)
-    source.resolve(key, "v1", version: 1)
-    await eventually { claim.snapshot.status == .loaded }
-    return claim
-  }
 }

@@ -218,3 +218,13 @@ func makeLoader(
     gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: maximumIdleCount, clock: clock,
     existingValue: prior, load: { try await source.load($0) })
 }
+
+/// Claims `key`, whose load is the only one `source` has pending then, resolves it with `value`
+/// (version 1), and waits until the claim sees it loaded.
+func claimLoaded(_ key: Int, _ value: String = "v1", in loader: Loader, from source: KeyedSource) async -> Loader.Claim {
+  let claim = loader.begin(key)
+  await source.waitUntil { $0.pending == 1 }
+  source.resolve(key, value, version: 1)
+  await eventually { claim.snapshot.status == .loaded }
+  return claim
+}
