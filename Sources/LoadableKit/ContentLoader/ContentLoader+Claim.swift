@@ -27,15 +27,22 @@ extension ContentLoader {
     /// takes no lock.
     @usableFromInline let hasEnded = Atomic<Bool>(false)
 
-    @usableFromInline
+    /// Inlinable, so that it is specialized for the caller's types. The loader is stored last:
+    /// used after it was stored, it was retained once more and released again — on the runtime's
+    /// slow path, as the loader's keys reference it weakly (a side table).
+    @inlinable
     init(loader: ContentLoader, key: Key, id: UInt64, priority: ClaimPriority) {
-      self.loader = loader
-      self.key = key
+      // The check inline: without an instrument, no call into the probe's generic code.
+      self.probe = LoadInstrumentation.isActive ? Self.beginProbe(loader, key) : nil
       self.id = id
       self.rank = priority
-      // The check inline: without an instrument, no call into the probe's generic code.
-      self.probe =
-        LoadInstrumentation.isActive ? ClaimProbe.begin(loader: loader.name, key: key, own: loader.instrument) : nil
+      self.key = key
+      self.loader = loader
+    }
+
+    @usableFromInline @inline(never)
+    static func beginProbe(_ loader: ContentLoader, _ key: Key) -> ClaimProbe? {
+      ClaimProbe.begin(loader: loader.name, key: key, own: loader.instrument)
     }
 
     /// How urgently this claim needs its key; changeable while the claim lives.

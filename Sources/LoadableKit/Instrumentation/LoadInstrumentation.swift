@@ -15,7 +15,7 @@ import Synchronization
 /// loadable's settings.
 public enum LoadInstrumentation {
   /// Whether an instrument may be installed anywhere: the one atomic load on the reporting paths.
-  static let mayReport = Atomic<Bool>(false)
+  @usableFromInline static let mayReport = Atomic<Bool>(false)
   /// Set once a loadable was given its own instrument.
   static let perObjectInstalled = Atomic<Bool>(false)
   private static let installed = Mutex<(any LoadInstrument)?>(nil)
@@ -44,7 +44,7 @@ public enum LoadInstrumentation {
   }
 
   /// Whether any instrument may hear of anything: one atomic load.
-  @inline(__always) static var isActive: Bool { mayReport.load(ordering: .relaxed) }
+  @inlinable @inline(__always) static var isActive: Bool { mayReport.load(ordering: .relaxed) }
 
   /// Notes that some object has its own instrument from now on.
   static func noteObjectInstrument() {
