@@ -14,7 +14,21 @@ extension ContentLoader {
   public final class Claim: @unchecked Sendable {  // `entry` is touched only under the loader's lock
     /// The key this claim is on.
     public let key: Key
-    @usableFromInline let loader: ContentLoader
+    /// The loader, kept alive while the claim exists by the one reference that all its claims
+    /// share (``ContentLoader/claimMade()``), not by one of the claim's own: retaining the loader,
+    /// which its keys reference weakly, takes the runtime's slow path (a side table). Unmanaged,
+    /// so that the claim's begin and end use it without a retain (``withLoader(_:)``).
+    @usableFromInline let unmanagedLoader: Unmanaged<ContentLoader>
+
+    /// The loader (retained for the caller).
+    @inlinable var loader: ContentLoader { unmanagedLoader.takeUnretainedValue() }
+
+    /// Runs `body` with the loader, without retaining it: the claim keeps it alive.
+    @inlinable @inline(__always)
+    func withLoader<R>(_ body: (ContentLoader) -> R) -> R {
+      unmanagedLoader._withUnsafeGuaranteedRef(body)
+    }
+
     @usableFromInline let id: UInt64
     /// The key's entry while the claim is active; `nil` once it ended. Under the loader's lock,
     /// as `rank` is: no dynamic exclusivity checks (see `KeyedLoadable`).
@@ -27,17 +41,18 @@ extension ContentLoader {
     /// takes no lock.
     @usableFromInline let hasEnded = Atomic<Bool>(false)
 
-    /// Inlinable, so that it is specialized for the caller's types. The loader is stored last:
-    /// used after it was stored, it was retained once more and released again — on the runtime's
-    /// slow path, as the loader's keys reference it weakly (a side table).
+    /// Inlinable, so that it is specialized for the caller's types. It borrows the loader (an
+    /// argument taken at +1 was released again, on the slow path) and, if it is the first claim,
+    /// takes the claims' shared reference (``ContentLoader/claimMade()``).
     @inlinable
-    init(loader: ContentLoader, key: Key, id: UInt64, priority: ClaimPriority) {
+    init(loader: borrowing ContentLoader, key: Key, id: UInt64, priority: ClaimPriority) {
       // The check inline: without an instrument, no call into the probe's generic code.
       self.probe = LoadInstrumentation.isActive ? Self.beginProbe(loader, key) : nil
       self.id = id
       self.rank = priority
       self.key = key
-      self.loader = loader
+      loader.claimMade()
+      self.unmanagedLoader = Unmanaged.passUnretained(loader)
     }
 
     @usableFromInline @inline(never)
@@ -68,8 +83,10 @@ extension ContentLoader {
 
     deinit {
       // An ended claim has nothing left to do: no lock, no generic code of the loader's.
-      if !hasEnded.load(ordering: .acquiring) { loader.end(self) }
+      if !hasEnded.load(ordering: .acquiring) { withLoader { $0.end(self) } }
       probe?.end()
+      // Last: the last claim's release may free the loader.
+      if withLoader({ $0.claimFreed() }) { unmanagedLoader.release() }
     }
 
     /// Ends the claim. Calling it again, or letting the claim be deallocated afterwards, does
@@ -83,7 +100,7 @@ extension ContentLoader {
     /// ``ContentLoader/begin(_:)``).
     @inlinable
     public func end() {
-      loader.endClaim(self)
+      withLoader { $0.endClaim(self) }
       probe?.end()
     }
 
