@@ -6,6 +6,7 @@ extension ContentLoader {
   /// Carries out what the state asked for, after the lock, in the one order of effects
   /// (``EffectsHost/carryOut(_:)``, and the phases below); `effects.released` goes last, when
   /// `effects` dies.
+  @usableFromInline
   func perform(_ effects: consuming State.Effects) {
     carryOut(effects)
   }

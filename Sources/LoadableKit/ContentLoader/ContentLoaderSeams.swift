@@ -1,4 +1,5 @@
 /// Test seams of ``ContentLoader``: internal, unset outside the tests that need them.
+@usableFromInline
 enum ContentLoaderSeams {
   /// Called by a refresh of a claimed key, under the loader's lock, right before it acts on the
   /// key's attempt: a test starts a load on another thread there, to land in the moment between
@@ -10,6 +11,9 @@ enum ContentLoaderSeams {
   /// other tasks there, to land in the moment between the claims letting go of a load and the
   /// load's task being cancelled.
   @TaskLocal static var afterClaimEnded: (@Sendable () -> Void)?
+
+  /// Runs ``afterClaimEnded`` if a test set it (for the claim's end, which is inlinable).
+  @usableFromInline static func claimEnded() { afterClaimEnded?() }
 
   /// Called when the loader has added the claims' interest to a key's loadable (starting a load
   /// or joining the running one), under the loader's lock, before it reads what the loadable

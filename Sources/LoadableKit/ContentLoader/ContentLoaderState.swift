@@ -50,6 +50,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// whose elements' type depends on the loader's generic parameters is created on its first
   /// element, for the same reason: creating, iterating and destroying an empty one looks up the
   /// metadata of its element type (a tuple's: ~460 instructions each).
+  @usableFromInline
   struct Effects {
     /// Filled by one thread under the loader's lock and carried out by the same thread after it,
     /// never shared: its fields skip the dynamic exclusivity checks (each access of a class's
@@ -72,7 +73,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     /// Deliver the outbox: this caller took the delivery role.
     var drain = false
 
-    init() {}
+    @inlinable init() {}
 
     /// The storage, created on first use.
     ///
@@ -318,6 +319,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// freshly loaded starts an attempt that only the claims want; on an entry that is loading, it
   /// adds the claims' interest to the running attempt. Returns `false` when the key has no entry
   /// and `fresh` is `nil`.
+  @usableFromInline
   mutating func begin(
     _ claim: Loader.Claim, sink: Loader.Sink?, fresh: Entry?, expiredBefore: Duration?, _ effects: inout Effects
   ) -> Bool {
@@ -353,6 +355,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// `Claim.end()`: idempotent. The last claim's end removes the claims' interest in the running
   /// attempt (after the grace period), which cancels it when only the claims wanted it. Returns
   /// the entry the claim held, to be released after the lock.
+  @usableFromInline
   mutating func end(_ claim: Loader.Claim, now: Duration, _ effects: inout Effects) -> Entry? {
     guard let entry = claim.entry else { return nil }
     claim.entry = nil
