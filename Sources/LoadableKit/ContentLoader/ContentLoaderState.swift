@@ -193,6 +193,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
   @usableFromInline var index: [Key: Entry] = [:]
   @usableFromInline var handedOut: [Key: HandedOut] = [:]
+  /// Some loadable was handed out (never reset): until then a new key needs no look into
+  /// ``handedOut``, whose type's metadata the library's unspecialized code looks up at run time.
+  var hasHandedOut = false
   var idle = IdleList()
   var idleEmpty = IdleList()
   var sweeperRunning = false
@@ -224,7 +227,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       if let fresh { effects.releasedObjects.append(fresh) }
       return entry
     }
-    if let handed = handedOut[key], let entry = handed.entry {
+    if hasHandedOut, let entry = handedOutEntry(for: key) {
       if let fresh { effects.releasedObjects.append(fresh) }
       insert(entry, &effects)
       return entry
@@ -232,6 +235,15 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     guard let fresh else { return nil }
     insert(fresh, &effects)
     return fresh
+  }
+
+  /// The loadable handed out for `key` that is still alive, if any. A function of its own: in the
+  /// library's unspecialized code, naming the handed-out records' type looks up its metadata at
+  /// run time (~335 instructions), which its caller would then do for every new key.
+  @inline(never)
+  private func handedOutEntry(for key: Key) -> Entry? {
+    guard let handed = handedOut[key] else { return nil }
+    return handed.entry
   }
 
   private mutating func insert(_ entry: Entry, _ effects: inout Effects) {
@@ -245,6 +257,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   mutating func handOut(_ key: Key, fresh: Entry?) -> Entry? {
     guard let entry = index[key] ?? handedOut[key].flatMap({ $0.entry }) ?? fresh else { return nil }
     handedOut[key] = HandedOut(entry: entry, id: ObjectIdentifier(entry))
+    hasHandedOut = true
     entry.wasHandedOut.store(true, ordering: .releasing)
     return entry
   }
@@ -364,11 +377,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     let before = entry.loadPriority
     entry.claimsAt[claim.rank] -= 1
     if entry.claimCount > 0 { reprioritized(entry, from: before, &effects) }
-    if entry.hasSinks, let sinks = entry.sinks.removeValue(forKey: claim.id) {
-      for sink in sinks { close(sink.sink, &effects) }
-      effects.released.sinks.append(contentsOf: sinks)
-      entry.hasSinks = !entry.sinks.isEmpty
-    }
+    if entry.hasSinks { closeSinks(of: claim, on: entry, &effects) }
     if entry.claimCount == 0 {
       entry.refreshPending = false
       if entry.held != nil {
@@ -383,6 +392,16 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     }
     if entry.isInIndex { settle(entry, now: now, &effects) }
     return entry
+  }
+
+  /// Closes the observers of an ending claim. A function of its own, for the reason
+  /// ``handedOutEntry(for:)`` is: most claims have none.
+  @inline(never)
+  private mutating func closeSinks(of claim: Loader.Claim, on entry: Entry, _ effects: inout Effects) {
+    guard let sinks = entry.sinks.removeValue(forKey: claim.id) else { return }
+    for sink in sinks { close(sink.sink, &effects) }
+    effects.released.sinks.append(contentsOf: sinks)
+    entry.hasSinks = !entry.sinks.isEmpty
   }
 
   /// `claim.priority = priority`: the key's load runs at the highest priority among its claims.
