@@ -222,6 +222,44 @@ case "churn":
   // Let the cancelled loads wind down.
   try await Task.sleep(for: .seconds(2))
   precondition(loader.count <= 100)
+case "churn-baseline":
+  // `churn`'s scroll over the hand-written keyed loader of the benchmark's baseline (a claim count
+  // and a task per key behind one `Mutex`, `TaskTable` in ContentLoaderKeys.swift): the
+  // instructions a key costs without LoadableKit, for the row's ratio in instructions.
+  let table = Mutex<[Int: (claims: Int, task: Task<Int, any Error>)]>([:])
+  func begin(_ key: Int) {
+    table.withLock { entries in
+      if entries[key] != nil {
+        entries[key]!.claims += 1
+      } else {
+        entries[key] = (1, Task(priority: .userInitiated) {
+          try await Task.sleep(for: .seconds(60))
+          return key
+        })
+      }
+    }
+  }
+  func end(_ key: Int) {
+    let removed = table.withLock { entries -> Task<Int, any Error>? in
+      guard var entry = entries[key] else { return nil }
+      entry.claims -= 1
+      if entry.claims > 0 {
+        entries[key] = entry
+        return nil
+      }
+      return entries.removeValue(forKey: key)?.task
+    }
+    removed?.cancel()
+  }
+  var visible: [Int] = []
+  for key in 0..<count {
+    if visible.count == 20 { end(visible.removeFirst()) }
+    begin(key)
+    visible.append(key)
+  }
+  for key in visible { end(key) }
+  try await Task.sleep(for: .seconds(2))  // as `churn` does: the cancelled tasks wind down
+  precondition(table.withLock { $0.isEmpty })
 case "keys":
   // `count` keys claimed in a ContentLoader, waited for until loaded, then released
   // (Benchmarks' ContentLoaderKeys.swift).
@@ -251,6 +289,30 @@ case "keys":
     while claim.snapshot.status != .loaded { await Task.yield() }
   }
   for claim in claims { claim.end() }
+case "keys-baseline":
+  // `keys` over the benchmark's baseline (a claim count and a task per key behind one `Mutex`):
+  // every key claimed, its task's value awaited, every claim ended.
+  let table = Mutex<[Int: (claims: Int, task: Task<Int, any Error>)]>([:])
+  for key in 0..<count {
+    table.withLock { entries in
+      if entries[key] != nil {
+        entries[key]!.claims += 1
+      } else {
+        entries[key] = (1, Task { key })
+      }
+    }
+  }
+  for key in 0..<count {
+    let task = table.withLock { $0[key]!.task }
+    _ = try await task.value
+  }
+  for key in 0..<count {
+    let removed = table.withLock { entries -> Task<Int, any Error>? in
+      entries[key]!.claims -= 1
+      return entries[key]!.claims > 0 ? nil : entries.removeValue(forKey: key)?.task
+    }
+    removed?.cancel()
+  }
 case "graph":
   // `count` loads of a fresh map graph (Benchmarks' Graph.swift): 1 map, 50 layers, each over a
   // table and an item, one shared portal.

@@ -61,10 +61,10 @@ extension ContentLoader: EffectsHost {
         }
       }
       if let reprioritized = lists.reprioritized {
-        for (entry, priority, raised) in reprioritized { reprioritize(entry, to: priority, raised: raised) }
+        for (entry, priority, raised) in reprioritized { reprioritize(self.entry(entry), to: priority, raised: raised) }
       }
       if let startTimers = lists.startTimers {
-        for (entry, id) in startTimers { launchGraceTimer(entry, id: id) }
+        for (entry, id) in startTimers { launchGraceTimer(self.entry(entry), id: id) }
       }
     }
     if let deadline = effects.startSweeper { launchSweeper(firstDeadline: deadline) }

@@ -17,3 +17,27 @@ struct EntryLaunch {
   let attempt: RunningAttempt
   let event: LoadStatusEvent?
 }
+
+/// The lists of a `ContentLoader`'s effects (`ContentLoaderState.Effects.Storage`), allocated on
+/// the first thing recorded.
+///
+/// Not generic, for the reason ``EntryEffects`` is not: a class nested in the loader's generic
+/// state had its metadata looked up at run time, in the library's unspecialized code, each time
+/// one was made (~335 instructions; twice for a key claimed and let go). Entries are held as
+/// objects, and the user values let go of in a box of the loader's type (`released`), made only
+/// when there are some.
+///
+/// Filled by one thread under the loader's lock and carried out by the same thread after it,
+/// never shared: its fields skip the dynamic exclusivity checks (each access of a class's stored
+/// `var` costs one otherwise; a key claimed, loaded and let go made about twenty).
+final class ContentLoaderEffectLists {
+  @exclusivity(unchecked) var cancelTasks: [Task<Void, Never>] = []
+  @exclusivity(unchecked) var entryEffects: [EntryEffects]?
+  @exclusivity(unchecked) var launches: [EntryLaunch]?
+  @exclusivity(unchecked) var startTimers: [(AnyObject, UInt64)]?
+  @exclusivity(unchecked) var reprioritized: [(AnyObject, ClaimPriority, Bool)]?
+  @exclusivity(unchecked) var grantedSlots: [LoadLimiter.Continuation] = []
+  @exclusivity(unchecked) var releasedObjects: [AnyObject] = []
+  /// A `ContentLoaderState.Effects.ReleasedBox`.
+  @exclusivity(unchecked) var released: AnyObject?
+}

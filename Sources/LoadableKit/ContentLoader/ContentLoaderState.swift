@@ -52,18 +52,12 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// metadata of its element type (a tuple's: ~460 instructions each).
   @usableFromInline
   struct Effects {
-    /// Filled by one thread under the loader's lock and carried out by the same thread after it,
-    /// never shared: its fields skip the dynamic exclusivity checks (each access of a class's
-    /// stored `var` costs one otherwise; a key claimed, loaded and let go made about twenty).
-    final class Storage {
-      @exclusivity(unchecked) var cancelTasks: [Task<Void, Never>] = []
-      @exclusivity(unchecked) var entryEffects: [EntryEffects]?
-      @exclusivity(unchecked) var launches: [EntryLaunch]?
-      @exclusivity(unchecked) var startTimers: [(Entry, UInt64)]?
-      @exclusivity(unchecked) var reprioritized: [(Entry, ClaimPriority, Bool)]?
-      @exclusivity(unchecked) var grantedSlots: [LoadLimiter.Continuation] = []
-      @exclusivity(unchecked) var releasedObjects: [AnyObject] = []
-      @exclusivity(unchecked) var released: Released?
+    typealias Storage = ContentLoaderEffectLists
+
+    /// The lists of user values let go of (``Released``), boxed, so that ``Storage`` names no
+    /// type that depends on the loader's generic parameters.
+    final class ReleasedBox {
+      var released = Released()
     }
 
     /// `nil` until something is recorded.
@@ -124,7 +118,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
         yield &storage.launches!
       }
     }
-    var startTimers: [(Entry, UInt64)] {
+    /// Grace timers to start: each key's entry (as an object, see ``EntryEffects``) and its timer.
+    var startTimers: [(AnyObject, UInt64)] {
       get { storage?.startTimers ?? [] }
       _modify {
         let storage = more
@@ -132,8 +127,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
         yield &storage.startTimers!
       }
     }
-    /// Keys whose load priority changed (and whether it went up).
-    var reprioritized: [(Entry, ClaimPriority, Bool)] {
+    /// Keys whose load priority changed (and whether it went up); each entry as an object.
+    var reprioritized: [(AnyObject, ClaimPriority, Bool)] {
       get { storage?.reprioritized ?? [] }
       _modify {
         let storage = more
@@ -155,11 +150,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       @inline(__always) _modify { yield &more.releasedObjects }
     }
     var released: Released {
-      get { storage?.released ?? Released() }
+      get { storage?.released.map { unsafeDowncast($0, to: ReleasedBox.self).released } ?? Released() }
       _modify {
         let storage = more
-        if storage.released == nil { storage.released = Released() }
-        yield &storage.released!
+        if storage.released == nil { storage.released = ReleasedBox() }
+        yield &unsafeDowncast(storage.released!, to: ReleasedBox.self).released
       }
     }
   }
