@@ -9,6 +9,17 @@ import Testing
 /// the one order of effects.
 @Suite("Jobs: the run on the attempt core", .timeLimit(.minutes(2)))
 struct JobsAttemptCoreTests {
+  /// A job's outcome is stored once, in its run's attempt: the job's state keeps a copy only
+  /// from the job's end until the run holds it (its observers are told in between, and may add
+  /// others, which get it from that copy: `JobsObservationTests`).
+  @Test func theJobKeepsNoCopyOfItsOutcomeOnceItsRunHoldsIt() async throws {
+    let job = Job(ScriptedWork(runs: [[]], output: "kept"))
+    job.start()
+    #expect(try await job.output == "kept")
+    await eventually { job.withState { $0.concluding == nil } }
+    #expect(try job.run.knownOutcome?.get() == "kept")
+  }
+
   /// 10,000 callers of `output` join and are cancelled: each throws `CancellationError`, its slot
   /// is freed as it leaves (nothing per caller is kept until the job ends), and the caller that
   /// stayed still gets the output.

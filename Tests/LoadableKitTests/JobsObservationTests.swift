@@ -136,6 +136,25 @@ struct JobsObservationTests {
     #expect(try completions.values.first?.get() == 0)
   }
 
+  /// Handlers added while the job's end is told to its observers — the job has ended, and the
+  /// callers of `output` are not resumed yet — get the end too, with the output.
+  @Test func handlersAddedWhileTheEndIsToldGetTheResult() async throws {
+    let work = CountingWork(units: 1)
+    let job = Job(work)
+    let lateStream = Mutex<AsyncStream<JobEvent>?>(nil)
+    let late: Result<Int, any Error> = await withCheckedContinuation { continuation in
+      job.start(statusHandler: nil) { _ in
+        // Delivered before the callers of `output` resume: nothing has resumed them yet.
+        lateStream.withLock { $0 = job.events }
+        job.start(statusHandler: nil) { late in continuation.resume(returning: late) }
+      }
+    }
+    #expect(try late.get() == work.expectedOutput)
+    let events = await lateStream.withLock { $0 }!.collect()
+    #expect(events.count == 1, "a snapshot, then the end")
+    #expect(try await job.output == work.expectedOutput)
+  }
+
   @Test func startWithHandlersReportsFailure() async throws {
     let work = ScriptedWork(runs: [[.fail(transient: false)]])
     let job = Job(work)

@@ -56,14 +56,7 @@ extension AsyncLoadable {
   /// Returns or throws at once when the outcome is known. Cancelling the calling task makes this
   /// call alone throw `CancellationError`, and frees its waiter slot at once.
   nonisolated(nonsending) final func awaitOutcome() async throws -> Content {
-    let known = state.withLock(owner: self) { state -> Result<Content, any Error>? in
-      switch state.phase {
-      case .idle(.loaded): state.content(as: Content.self).map { .success($0) }
-      case .idle(.failed(let error)): .failure(error)
-      case .idle(.notLoaded), .running: nil
-      }
-    }
-    if let known { return try known.get() }
+    if let known = knownOutcome { return try known.get() }
     let waiterID = nextUniqueID()
     let delivery = try await withTaskCancellationHandler {
       defer { ContinuationHandoff.awaited() }
@@ -79,6 +72,17 @@ extension AsyncLoadable {
     }
     guard let content = delivery.content(as: Content.self) else { throw CancellationError() }
     return content
+  }
+
+  /// The outcome, once it is known (the last attempt ended, or the loadable was made with one).
+  final var knownOutcome: Result<Content, any Error>? {
+    state.withLock(owner: self) { state -> Result<Content, any Error>? in
+      switch state.phase {
+      case .idle(.loaded): state.content(as: Content.self).map { .success($0) }
+      case .idle(.failed(let error)): .failure(error)
+      case .idle(.notLoaded), .running: nil
+      }
+    }
   }
 
   /// Starts the task of the owned attempt (preparing the attempt when nobody waits yet), running

@@ -74,13 +74,13 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     self.run = AsyncLoadable(.notLoaded, content: nil, operation: nil)
   }
 
-  /// A job restored from its JSON form.
-  init(restoring work: Work, options: JobOptions, machine: Machine) {
+  /// A job restored from its JSON form; `outcome`, for one restored after it finished, is what
+  /// ``output`` gives (its run's outcome: `output` throws or returns it at once).
+  init(restoring work: Work, options: JobOptions, machine: Machine, outcome: Result<Work.Output, any Error>?) {
     self.work = work
     self.options = options
     self.signals = JobSignals(progress: machine.progress)
-    // A job restored after it finished has its outcome already: `output` throws it at once.
-    switch machine.result {
+    switch outcome {
     case .failure(let error)?: self.run = AsyncLoadable(.failed(error), content: nil, operation: nil)
     case .success(let output)?: self.run = AsyncLoadable(.loaded, content: output, operation: nil)
     case nil: self.run = AsyncLoadable(.notLoaded, content: nil, operation: nil)
@@ -379,7 +379,11 @@ extension Job: EffectsHost {
     for park in effects.cancelParked { park.handOff(throwing: CancellationError()) }
     for waiter in effects.settled { waiter.handOff() }
     for waiter in effects.wakeIdle { waiter.handOff() }
-    if let result = effects.result { run.conclude(with: result) }
+    if let result = effects.result {
+      run.conclude(with: result)
+      let kept = withState { $0.runConcluded() }
+      _ = kept  // released after the lock
+    }
     if let runID = effects.launch { launch(runID) }
   }
 }

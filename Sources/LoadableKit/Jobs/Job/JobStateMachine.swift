@@ -90,8 +90,10 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private(set) var messageLog: JobMessageLog
   var messages: [JobMessage] { messageLog.messages }
   private(set) var error: (any Error)?
-  /// The job's result once it finished.
-  private(set) var result: Result<Output, any Error>?
+  /// How the job ended, from its end until the run's attempt holds it (``runConcluded()``): the
+  /// outcome is stored once, in the run (`Job.run`), which is concluded after the job's observers
+  /// were told. In between, this is what an observer added then is given.
+  private(set) var concluding: Result<Output, any Error>?
   /// The current fraction completed. The job mirrors its lock-free progress in here before each
   /// event and reads it back afterwards (success sets it to 1).
   var progress: Double
@@ -137,11 +139,11 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   /// A new job, or one restored from JSON.
   ///
-  /// A restored job's `status` is `.notStarted`, `.paused`, `.succeeded` or `.failed`; a finished
-  /// one gets `result` (a failure: outputs are not persisted).
+  /// A restored job's `status` is `.notStarted`, `.paused`, `.succeeded` or `.failed` (a finished
+  /// one's outcome is its run's, which the job restores).
   init(
     status: JobStatus = .notStarted, checkpoint: Checkpoint? = nil, messages: JobMessageLog = JobMessageLog(limit: 1_000),
-    error: (any Error)? = nil, progress: Double = 0, result: Result<Output, any Error>? = nil
+    error: (any Error)? = nil, progress: Double = 0
   ) {
     self.status = status
     self.checkpoint = checkpoint
@@ -149,7 +151,6 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     self.error = error
     self.progress = progress
     self.publishedProgress = progress
-    self.result = result
   }
 
   var snapshot: JobSnapshot {
@@ -428,14 +429,30 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   // MARK: - Observers
 
   /// Adds an observer whose first delivery is a snapshot (followed by the end when the job has
-  /// finished). Returns `true` when the caller must drain.
+  /// finished). Returns whether the caller must drain; `nil`, having added nothing, when the job
+  /// has finished and its outcome is neither ``concluding`` nor `runOutcome` (the run's, read by
+  /// the caller before the lock): the run was concluded since that read, and a second read finds
+  /// it. With `lastTry`, the observer is added all the same.
   ///
   /// The observer knows the progress from its snapshot: it is told only of later steps (steps
   /// reported while nobody listened were not published, and are not published to it again).
-  mutating func addObserver(_ id: UInt64, _ handler: @escaping Observer) -> Bool {
+  mutating func addObserver(
+    _ id: UInt64, _ handler: @escaping Observer, runOutcome: Result<Output, any Error>?, lastTry: Bool = false
+  ) -> Bool? {
     var pending: [JobDelivery<Output>] = [.event(.snapshot(snapshot))]
-    if let result { pending.append(.end(result)) }
+    if status.isFinished {
+      let outcome = concluding ?? runOutcome
+      if outcome == nil && !lastTry { return nil }
+      pending.append(.end(outcome))
+    }
     return observers.add(id, handler, pending: pending, knownProgress: progress)
+  }
+
+  /// The run's attempt holds the outcome now: returns the copy kept until then, to be released
+  /// after the lock.
+  mutating func runConcluded() -> Result<Output, any Error>? {
+    defer { concluding = nil }
+    return concluding
   }
 
   /// Removes an observer; its handler and the deliveries still queued for it are released with the
@@ -476,7 +493,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
       setStatus(.failed, &effects)
     }
     effects.changes.insert(.error)
-    self.result = result
+    concluding = result
     effects.result = result
     effects.cancelParked += parked.takeAll().lazy.map(\.element)
     if observers.enqueue(.end(result)) { effects.drain = true }

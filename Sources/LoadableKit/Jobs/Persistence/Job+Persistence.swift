@@ -58,6 +58,8 @@ extension Job {
       code: .outputNotPersisted,
       message: "the job was restored after it finished (\(envelope.status.rawValue)); outputs are not persisted")
     let machine: Machine
+    // A job restored after it finished has its outcome at once (its run's: `output` throws it).
+    let outcome: Result<Work.Output, any Error>?
     // The job keeps the limit it was saved with; JSON written before there was one gets the options'.
     let messages = JobMessageLog(
       limit: envelope.messageLimit ?? options.messageLimit, messages: envelope.messages,
@@ -67,10 +69,11 @@ extension Job {
       machine = Machine(
         status: envelope.status == .notStarted ? .notStarted : .paused, checkpoint: envelope.checkpoint,
         messages: messages, progress: envelope.fractionCompleted)
+      outcome = nil
     case .succeeded:
       machine = Machine(
-        status: .succeeded, checkpoint: envelope.checkpoint, messages: messages, progress: 1,
-        result: .failure(notPersisted))
+        status: .succeeded, checkpoint: envelope.checkpoint, messages: messages, progress: 1)
+      outcome = .failure(notPersisted)
     case .canceling, .failed:
       let error =
         envelope.status == .canceling
@@ -78,8 +81,9 @@ extension Job {
         : envelope.error?.restored ?? JobError(code: .workFailed, message: "the job failed; no error was recorded")
       machine = Machine(
         status: .failed, checkpoint: envelope.checkpoint, messages: messages, error: error,
-        progress: envelope.fractionCompleted, result: .failure(notPersisted))
+        progress: envelope.fractionCompleted)
+      outcome = .failure(notPersisted)
     }
-    return Job(restoring: envelope.parameters, options: options, machine: machine)
+    return Job(restoring: envelope.parameters, options: options, machine: machine, outcome: outcome)
   }
 }
