@@ -170,3 +170,24 @@ extension ContentLoader {
     }
   }
 }
+
+// MARK: - The claims' one reference to their loader
+
+extension ContentLoader {
+  /// A claim was made (by a caller that holds the loader): the first of them retains the loader.
+  ///
+  /// The transitions from none to one and back alternate in the counter's one order, so the
+  /// retains and releases balance, whichever thread makes or frees the claims; a retain that comes
+  /// after a concurrent release is made while its caller still holds the loader.
+  @inlinable @inline(__always)
+  final func claimMade() {
+    if claimObjects.wrappingAdd(1, ordering: .relaxed).oldValue == 0 { _ = Unmanaged.passRetained(self) }
+  }
+
+  /// A claim was freed. Returns `true` for the last of them, whose caller then releases the
+  /// loader (which may free it) and uses it no more. Every freed claim's uses of the loader
+  /// happen before that release (the ordering).
+  final func claimFreed() -> Bool {
+    claimObjects.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1
+  }
+}

@@ -225,26 +225,9 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   }
 
   /// How many ``Claim`` objects exist, ended or not. While there is one, the loader holds one
-  /// reference to itself for all of them (``claimMade()``, ``claimFreed()``): a claim keeps its
-  /// loader alive without a retain and a release of its own.
+  /// reference to itself for all of them (``claimMade()``, ``claimFreed()``, with the claim): a
+  /// claim keeps its loader alive without a retain and a release of its own.
   @usableFromInline let claimObjects = Atomic<Int>(0)
-
-  /// A claim was made (by a caller that holds the loader): the first of them retains the loader.
-  ///
-  /// The transitions from none to one and back alternate in the counter's one order, so the
-  /// retains and releases balance, whichever thread makes or frees the claims; a retain that comes
-  /// after a concurrent release is made while its caller still holds the loader.
-  @inlinable @inline(__always)
-  final func claimMade() {
-    if claimObjects.wrappingAdd(1, ordering: .relaxed).oldValue == 0 { _ = Unmanaged.passRetained(self) }
-  }
-
-  /// A claim was freed. Returns `true` for the last of them, whose caller then releases the
-  /// loader (which may free it) and uses it no more. Every freed claim's uses of the loader
-  /// happen before that release (the ordering).
-  final func claimFreed() -> Bool {
-    claimObjects.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1
-  }
 
   deinit {
     // No claim is left (they hold the loader). Loadables handed out keep working on their own.
