@@ -17,7 +17,8 @@ extension ContentLoader {
     /// The loader, kept alive while the claim exists by the one reference that all its claims
     /// share (``ContentLoader/claimMade()``), not by one of the claim's own: retaining the loader,
     /// which its keys reference weakly, takes the runtime's slow path (a side table). Unmanaged,
-    /// so that the claim's begin and end use it without a retain (``withLoader(_:)``).
+    /// so that the claim's end and its `deinit` use it without a retain (``withLoader(_:)``); the
+    /// claim's other members read ``loader``, retained.
     @usableFromInline let unmanagedLoader: Unmanaged<ContentLoader>
 
     /// The loader (retained for the caller).
@@ -187,6 +188,10 @@ extension ContentLoader {
   /// A claim was freed. Returns `true` for the last of them, whose caller then releases the
   /// loader (which may free it) and uses it no more. Every freed claim's uses of the loader
   /// happen before that release (the ordering).
+  ///
+  /// Nothing may read the loader after the decrement, here or in the caller: once it is made,
+  /// the last claim, on another thread, may free the loader (the caller's `withLoader(_:)`
+  /// promises the loader for the whole call, which holds only because nothing reads it then).
   final func claimFreed() -> Bool {
     claimObjects.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1
   }
