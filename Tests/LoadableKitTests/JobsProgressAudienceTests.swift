@@ -36,7 +36,7 @@ struct JobsProgressAudienceTests {
     #expect(job.signals.needsPublishing())
     // ... A's second half runs before the report's `host.publishProgress()`.
     let idA = nextUniqueID()
-    if job.withState({ $0.addObserver(idA, { _ in }, runOutcome: nil) }) == true { job.drainObservers() }
+    if job.withState({ $0.addObserver(idA, { _ in }) }) == true { job.drainObservers() }
     job.publishProgress()  // the report's publish
 
     let seen = await pauseAndCancel(job, releasing: release, reading: eventsB)
@@ -56,7 +56,7 @@ struct JobsProgressAudienceTests {
     #expect(job.signals.raiseProgress(to: 0.6))
     #expect(job.signals.needsPublishing())
     let idA = nextUniqueID()
-    if job.withState({ $0.addObserver(idA, { _ in }, runOutcome: nil) }) == true { job.drainObservers() }
+    if job.withState({ $0.addObserver(idA, { _ in }) }) == true { job.drainObservers() }
     job.publishProgress()
     #expect(changed.values == ["changed"], "the tracker that read 0.5 was not told the progress changed to 0.6")
     release.open()

@@ -99,11 +99,10 @@ extension Job {
   func addObserver(_ observer: @escaping Machine.Observer) -> UInt64 {
     let id = nextUniqueID()
     signals.noteAudience()  // before the snapshot reads the progress
-    // A finished job's outcome is its run's, read before the lock (the run has its own). Until
-    // the run holds it, the job's state keeps a copy (`concluding`). A run concluded between the
-    // read and the lock holds it when read again: the job's state lets go of its copy only after.
-    let known = run.knownOutcome
-    var drain = withState { $0.addObserver(id, observer, runOutcome: known) }
+    // A finished job's outcome is its run's; until the run holds it, the job's state keeps a copy
+    // (`concluding`), which it lets go of only after. So when the state has none, the run has it:
+    // read there, outside the job's lock (the run has a lock of its own).
+    var drain = withState { $0.addObserver(id, observer) }
     if drain == nil {
       let runOutcome = run.knownOutcome
       assert(runOutcome != nil, "a finished job's run holds its outcome once the job's state let go of it")

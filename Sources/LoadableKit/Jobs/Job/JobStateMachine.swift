@@ -430,21 +430,19 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   /// Adds an observer whose first delivery is a snapshot (followed by the end when the job has
   /// finished). Returns whether the caller must drain; `nil`, having added nothing, when the job
-  /// has finished and its outcome is neither ``concluding`` nor `runOutcome` (the run's, read by
-  /// the caller before the lock): the run was concluded since that read, and a second read finds
-  /// it. With `lastTry`, the observer is added all the same.
+  /// has finished and its state keeps no copy of the outcome (``concluding``) and none was given:
+  /// the run's attempt holds it then, and the caller reads it there, outside the lock, and calls
+  /// again with it (`runOutcome`, and `lastTry`: the observer is added whatever it holds).
   ///
   /// The observer knows the progress from its snapshot: it is told only of later steps (steps
   /// reported while nobody listened were not published, and are not published to it again).
   mutating func addObserver(
-    _ id: UInt64, _ handler: @escaping Observer, runOutcome: Result<Output, any Error>?, lastTry: Bool = false
+    _ id: UInt64, _ handler: @escaping Observer, runOutcome: Result<Output, any Error>? = nil, lastTry: Bool = false
   ) -> Bool? {
+    let outcome = concluding ?? runOutcome
+    if status.isFinished && outcome == nil && !lastTry { return nil }
     var pending: [JobDelivery<Output>] = [.event(.snapshot(snapshot))]
-    if status.isFinished {
-      let outcome = concluding ?? runOutcome
-      if outcome == nil && !lastTry { return nil }
-      pending.append(.end(outcome))
-    }
+    if status.isFinished { pending.append(.end(outcome)) }
     return observers.add(id, handler, pending: pending, knownProgress: progress)
   }
 
