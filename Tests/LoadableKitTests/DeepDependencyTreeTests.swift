@@ -61,8 +61,11 @@ import Testing
     let before = ContinuousClock.now
     let loading = Task { try await top.load() }
     try await held.waitForStart()
-    // A bounded spin, not a sleep: the attempt stays held until the clock has moved 20 ms.
-    while before.duration(to: .now) < .milliseconds(20) { await Task.yield() }
+    // The attempt started before this (its start is read before its load runs): held from here
+    // for 20 ms, it lasted at least that. (Counted from `before`, which comes earlier, it could
+    // last less: 19 ms once, under ThreadSanitizer.) A bounded spin, not a sleep.
+    let started = ContinuousClock.now
+    while started.duration(to: .now) < .milliseconds(20) { await Task.yield() }
     #expect(held.resolve(41))
     try await loading.value
     let elapsed = before.duration(to: .now)
