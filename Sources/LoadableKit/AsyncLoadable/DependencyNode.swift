@@ -23,7 +23,7 @@ protocol DependencyNode: Loadable {
   /// or `nil`.
   func immediateAnswer(to request: LoadRequest) -> Result<LoadDelivery, any Error>?
   func escalateRunningAttempt(to priority: TaskPriority)
-  func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64
+  func addContentListener(_ listener: any ContentListening) -> UInt64
   func removeContentListener(_ id: UInt64)
   /// The dependencies of `attempt`, which runs without a task, were loaded, or one failed, or
   /// the attempt was cancelled (``DependencyGroup/begin(_:in:for:probe:)``).

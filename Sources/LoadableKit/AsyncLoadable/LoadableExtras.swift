@@ -19,43 +19,58 @@
   @exclusivity(unchecked) var gateQueue = WaiterStore<UnsafeContinuation<Void, Never>>()
 }
 
-/// A derived loadable's listener, in a struct: a closure stored in a dictionary directly is kept
-/// at the dictionary's abstraction, and each one read back needs a thunk allocated around it.
-struct ContentListener {
-  let call: @Sendable () -> Void
+/// A derived loadable that hears when a source's content changed (a live view).
+protocol ContentListening: AnyObject, Sendable {
+  func sourceContentChanged()
 }
 
-/// A loadable's content listeners: the first inline, since most loadables have one (a `map` over
-/// them), and the others in a dictionary, each an allocation.
+/// A derived loadable listening to a source, held weakly: a view does not keep itself alive
+/// through its sources.
+struct ContentListener {
+  weak var target: (any ContentListening)?
+}
+
+/// A loadable's content listeners: the views themselves, held weakly, rather than closures around
+/// them (a closure's context was one more allocation for every view made). The first is inline,
+/// since most loadables have one (a `map` over them), and the others in a dictionary, each an
+/// allocation.
+///
+/// The one listener's weak reference is not copied but read where it is kept, strongly, under the
+/// loadable's lock (a copy of a weak reference costs as much as the read, and a structure holding
+/// one is copied through the runtime's generic value operations).
 struct ContentListeners {
-  private var first: (id: UInt64, listener: ContentListener)?
+  /// The first listener's identifier (identifiers start at 1), 0 for none.
+  private var firstID: UInt64 = 0
+  private weak var first: (any ContentListening)?
   private var more: [UInt64: ContentListener] = [:]
 
-  var isEmpty: Bool { first == nil && more.isEmpty }
+  var isEmpty: Bool { firstID == 0 && more.isEmpty }
 
-  /// The listener when there is exactly one.
-  var only: ContentListener? {
-    if more.isEmpty { return first?.listener }
-    return first == nil && more.count == 1 ? more.first!.value : nil
+  /// The views listening now: `one`, read strongly, when there is exactly one listener (a view
+  /// being freed reads as none); otherwise `several`, weakly, each read when it is told.
+  var targets: (one: (any ContentListening)?, several: [ContentListener]) {
+    if more.isEmpty { return (first, []) }
+    var several = Array(more.values)
+    if firstID != 0 { several.append(ContentListener(target: first)) }
+    return (nil, several)
   }
 
-  /// Every listener, in no particular order.
-  var all: [ContentListener] {
-    var all = Array(more.values)
-    if let first { all.append(first.listener) }
-    return all
-  }
-
-  mutating func add(_ listener: ContentListener, id: UInt64) {
-    if first == nil { first = (id, listener) } else { more[id] = listener }
-  }
-
-  /// Removes the listener `id` and returns it (to be released after the lock).
-  mutating func remove(_ id: UInt64) -> ContentListener? {
-    if let first, first.id == id {
-      self.first = nil
-      return first.listener
+  mutating func add(_ listener: any ContentListening, id: UInt64) {
+    if firstID == 0 {
+      firstID = id
+      first = listener
+    } else {
+      more[id] = ContentListener(target: listener)
     }
-    return more.removeValue(forKey: id)
+  }
+
+  /// Removes the listener `id` (a weak reference: nothing is released).
+  mutating func remove(_ id: UInt64) {
+    if firstID == id {
+      firstID = 0
+      first = nil
+    } else {
+      more.removeValue(forKey: id)
+    }
   }
 }

@@ -149,7 +149,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
 /// it is loaded, a change to a source's content recomputes it (or fails it, when the function
 /// throws).
 @usableFromInline
-class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked Sendable {
+class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentListening, @unchecked Sendable {
   /// The identifiers of its listeners on the sources, in source order.
   private let listeners = Mutex(InlineFirstArray<UInt64>())
   /// A source's content changed while an attempt of this view ran: the attempt may have read the
@@ -171,7 +171,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
   final func startLiveView() {
     var ids = InlineFirstArray<UInt64>()
     for source in sources {
-      ids.append(source.addContentListener { [weak self] in self?.sourcesChanged() })
+      ids.append(source.addContentListener(self))
     }
     listeners.withLock(owner: self) { $0 = ids }
     let states = sources.map(\.erasedState)
@@ -330,6 +330,9 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, @unchecked 
     }
     return state.status == .loaded
   }
+
+  /// A source's content changed (``ContentListening``): see ``sourcesChanged()``.
+  final func sourceContentChanged() { sourcesChanged() }
 
   /// A source's content changed: recompute when loaded and idle (not loaded: `needsSync` already
   /// says so; loading: applied when the attempt ends).

@@ -64,29 +64,30 @@ extension AsyncLoadable: EffectsHost {
   /// Tells the derived loadables that listen that the content changed. Deep chains are notified
   /// through a trampoline so a long `map` chain cannot overflow the stack.
   ///
-  /// One listener (a `map` over this loadable) is called as it is; several are copied out of the
-  /// lock into an array. They leave the lock in their ``ContentListener``s: a bare closure type
-  /// returned through the lock's generic result is wrapped in a reabstraction thunk on the way
-  /// out and another on the way back, two allocations per notification.
+  /// One listener (a `map` over this loadable) is read from its weak reference under the lock and
+  /// released after it (the view may be freed then: its `deinit` runs outside the lock); several
+  /// are copied out of the lock into an array, each read when it is told.
   final func notifyContentListeners() {
-    let (one, several) = state.withLock(owner: self) { state -> (ContentListener?, [ContentListener]) in
+    let (one, several) = state.withLock(owner: self) { state -> ((any ContentListening)?, [ContentListener]) in
       guard let extras = state.extras, !extras.contentListeners.isEmpty else { return (nil, []) }
-      if let only = extras.contentListeners.only { return (only, []) }
-      return (nil, extras.contentListeners.all)
+      return extras.contentListeners.targets
     }
     if let one {
-      Trampoline.run(one.call)
+      // Queued past the depth limit, the view is held weakly until its turn, as before.
+      if !Trampoline.runHere({ one.sourceContentChanged() }) {
+        Trampoline.later { [weak one] in one?.sourceContentChanged() }
+      }
     } else if !several.isEmpty {
       Trampoline.run {
-        for listener in several { listener.call() }
+        for listener in several { listener.target?.sourceContentChanged() }
       }
     }
   }
 
-  final func addContentListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
+  final func addContentListener(_ listener: any ContentListening) -> UInt64 {
     withState { state in
       let id = nextUniqueID()
-      state.more.contentListeners.add(ContentListener(call: listener), id: id)
+      state.more.contentListeners.add(listener, id: id)
       return id
     }
   }
