@@ -35,7 +35,7 @@ extension AsyncLoadable {
   /// combinators record, followed by the loadable the last `flatMap` or `joined` transform
   /// returned, if any.
   public var dependencies: [(loadable: any Loadable, kind: DependencyKind)] {
-    var all = state.withLock(owner: self) { $0.extras?.dependencies ?? [] }
+    var all = Array(state.withLock(owner: self) { $0.extras?.dependencies ?? DeclaredDependencies() })
     if let inner = (self as? any InnerSourceProviding)?.innerLoadable { all.append((inner, .required)) }
     return all
   }
@@ -85,7 +85,7 @@ extension AsyncLoadable {
   /// Loads the declared dependencies: incidental ones are started, required ones awaited
   /// concurrently; the first failure cancels the others and fails the attempt.
   nonisolated(nonsending) final func loadDeclaredDependencies(
-    _ declared: [(loadable: any Loadable, kind: DependencyKind)], in context: AttemptContext
+    _ declared: DeclaredDependencies, in context: AttemptContext
   ) async throws {
     guard !declared.isEmpty else { return }
     var required: [any Loadable] = []

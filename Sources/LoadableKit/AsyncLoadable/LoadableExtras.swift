@@ -14,10 +14,14 @@
   /// Derived loadables that recompute or go stale when the content changes.
   @exclusivity(unchecked) var contentListeners = ContentListeners()
   /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
-  @exclusivity(unchecked) var dependencies: [(loadable: any Loadable, kind: DependencyKind)] = []
+  @exclusivity(unchecked) var dependencies = DeclaredDependencies()
   /// The tasks waiting for the gate, first come first served.
   @exclusivity(unchecked) var gateQueue = WaiterStore<UnsafeContinuation<Void, Never>>()
 }
+
+/// A loadable's declared dependencies, the first inline: most loadables that have any have one
+/// (a `map`'s source, a layer's table), and an array would be one more allocation each.
+typealias DeclaredDependencies = InlineFirstArray<(loadable: any Loadable, kind: DependencyKind)>
 
 /// A derived loadable that hears when a source's content changed (a live view).
 protocol ContentListening: AnyObject, Sendable {
