@@ -41,11 +41,13 @@ struct ContentListener {
 ///
 /// The one listener's weak reference is not copied but read where it is kept, strongly, under the
 /// loadable's lock (a copy of a weak reference costs as much as the read, and a structure holding
-/// one is copied through the runtime's generic value operations).
+/// one is copied through the runtime's generic value operations); the reference read leaves the
+/// lock. Several are copied out weakly: none is read under the lock, where the strong reference
+/// a read makes would be released, and could be a view's last (its `deinit` takes this lock).
 struct ContentListeners {
   /// The first listener's identifier (identifiers start at 1), 0 for none.
   private var firstID: UInt64 = 0
-  private weak var first: (any ContentListening)?
+  private var first = ContentListener()
   private var more: [UInt64: ContentListener] = [:]
 
   var isEmpty: Bool { firstID == 0 && more.isEmpty }
@@ -53,16 +55,16 @@ struct ContentListeners {
   /// The views listening now: `one`, read strongly, when there is exactly one listener (a view
   /// being freed reads as none); otherwise `several`, weakly, each read when it is told.
   var targets: (one: (any ContentListening)?, several: [ContentListener]) {
-    if more.isEmpty { return (first, []) }
+    if more.isEmpty { return (first.target, []) }
     var several = Array(more.values)
-    if firstID != 0 { several.append(ContentListener(target: first)) }
+    if firstID != 0 { several.append(first) }
     return (nil, several)
   }
 
   mutating func add(_ listener: any ContentListening, id: UInt64) {
     if firstID == 0 {
       firstID = id
-      first = listener
+      first = ContentListener(target: listener)
     } else {
       more[id] = ContentListener(target: listener)
     }
@@ -72,7 +74,7 @@ struct ContentListeners {
   mutating func remove(_ id: UInt64) {
     if firstID == id {
       firstID = 0
-      first = nil
+      first = ContentListener()
     } else {
       more.removeValue(forKey: id)
     }

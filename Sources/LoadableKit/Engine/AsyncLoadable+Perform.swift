@@ -65,20 +65,27 @@ extension AsyncLoadable: EffectsHost {
   /// through a trampoline so a long `map` chain cannot overflow the stack.
   ///
   /// One listener (a `map` over this loadable) is read from its weak reference under the lock and
-  /// released after it (the view may be freed then: its `deinit` runs outside the lock); several
-  /// are copied out of the lock into an array, each read when it is told.
+  /// released after it, once told (the view may be freed then: its `deinit` runs outside the
+  /// lock); several are copied out of the lock, weakly, each read when it is told.
   final func notifyContentListeners() {
-    let (one, several) = state.withLock(owner: self) { state -> ((any ContentListening)?, [ContentListener]) in
+    var (one, several) = state.withLock(owner: self) { state -> ((any ContentListening)?, [ContentListener]) in
       guard let extras = state.extras, !extras.contentListeners.isEmpty else { return (nil, []) }
       return extras.contentListeners.targets
     }
-    if let one {
-      // Queued past the depth limit, the view is held weakly until its turn, as before.
-      if !Trampoline.runHere({ one.sourceContentChanged() }) {
-        Trampoline.later { [weak one] in one?.sourceContentChanged() }
+    if one != nil {
+      // The view is held only for its call: the work takes it out of `one`, so that it is let go
+      // of when the call returns, before the trampoline runs what was queued meanwhile (user code
+      // that may drop the view, whose `deinit` must not wait for the queue). Queued past the depth
+      // limit, the view is held weakly until its turn.
+      if !Trampoline.runHere({
+        let view = one.take()!
+        view.sourceContentChanged()
+      }) {
+        Trampoline.later { [weak view = one] in view?.sourceContentChanged() }
+        one = nil
       }
     } else if !several.isEmpty {
-      Trampoline.run {
+      Trampoline.run { [several] in
         for listener in several { listener.target?.sourceContentChanged() }
       }
     }
