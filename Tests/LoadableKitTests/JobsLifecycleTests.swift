@@ -77,16 +77,25 @@ struct JobsLifecycleTests {
     #expect(JobLedger[work.id].runs == 1, "resuming a parked job continues the same run")
   }
 
+  /// The job's work runs on an executor that runs nothing until told, so the pause lands before
+  /// the work runs at all, whatever the threads do. (Started on the shared pool, the work could
+  /// finish its three units before `pause()` was called: seen once, under ThreadSanitizer on a busy
+  /// machine, `succeeded` where `paused` was expected.)
   @Test func pauseBeforeTheWorkRunsParksItBeforeTheFirstUnit() async throws {
+    let executor = ManualTaskExecutor()
     let work = CountingWork(units: 3)
     let job = Job(work)
-    job.start()
-    job.pause()
+    executor.spawn {
+      job.start()
+      job.pause()
+    }
+    executor.runInOrder()  // start, pause, then the work: it parks at its first pause point
     await job.waitUntilParked()
     #expect(job.status == .paused)
-    let done = JobLedger[work.id].finished.count
-    #expect(done <= 3)
-    job.start()
+    #expect(JobLedger[work.id].started.isEmpty, "parked before the first unit")
+    executor.spawn { job.start() }
+    executor.runInOrder()
+    #expect(JobLedger[work.id].finished == [0, 1, 2])
     #expect(try await job.output == work.expectedOutput)
   }
 
