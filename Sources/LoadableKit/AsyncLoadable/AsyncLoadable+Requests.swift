@@ -179,17 +179,18 @@ extension AsyncLoadable {
     _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?, gated: Bool
   ) async -> Result<AnyContentBox, any Error> {
     let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
-    // Whether there are dependencies, and the settings object, not copies of the dependencies and
-    // the options (see `waitForGate()` below).
-    typealias Start = (hasDependencies: Bool, settings: LoadableSettings?)
+    // How many dependencies there are, and the options' object, not copies of the dependencies
+    // and the options (see `waitForGate()` below).
+    typealias Start = (dependencyCount: Int, options: SharedLoadOptions?)
     /// Under the lock: the context is published (so that a wait closing a cycle through this
-    /// attempt can find it), and the options this attempt runs with are taken; `nil` when the
-    /// attempt is no longer current.
+    /// attempt can find it), and the options this attempt runs with are taken, and how many of
+    /// the declared dependencies it loads (those declared by now: they are only ever appended);
+    /// `nil` when the attempt is no longer current.
     func begin(_ state: inout LoadStateMachine) -> Start? {
       guard state.attempt === attempt else { return nil }
       attempt.context = context
-      guard let extras = state.extras else { return (false, nil) }
-      return (!extras.dependencies.isEmpty, extras.settings.flatMap { $0.options == nil ? nil : $0 })
+      guard let extras = state.extras else { return (0, nil) }
+      return (extras.dependencies.count, extras.settings?.sharedOptions)
     }
     // The gate is almost always free: taken in the same lock as the start, without a
     // continuation.
@@ -205,20 +206,20 @@ extension AsyncLoadable {
       await waitForGate()
       start = state.withLock(owner: self) { begin(&$0) }
     }
-    guard let (hasDependencies, settings) = start else { return .failure(CancellationError()) }
+    guard let (dependencyCount, options) = start else { return .failure(CancellationError()) }
     defer { context.hasEnded.store(true, ordering: .releasing) }
     return await AttemptContext.run(context) {
       do {
-        if !hasDependencies && settings == nil { return .success(try await loadBoxed()) }
-        return .success(try await loadBoxed(afterDependencies: hasDependencies, under: settings?.options, in: context))
+        if dependencyCount == 0 && options == nil { return .success(try await loadBoxed()) }
+        return .success(try await loadBoxed(after: dependencyCount, under: options?.value, in: context))
       } catch {
         return .failure(error)
       }
     }
   }
 
-  // The rarer paths of an attempt's task are functions of their own, and the options and the
-  // declared dependencies are read only there. Inlined, and with the options (~160 bytes) copied
+  // The rarer paths of an attempt's task are functions of their own, and the declared
+  // dependencies are read only there. Inlined, and with the options (~160 bytes) copied
   // into its frames, the task's two largest frames took 688 and 416 bytes: past what the task
   // keeps for frames, so every task malloc'd one more slab of memory (~450 instructions with its
   // free). Now 160 and 208 bytes (#28).
@@ -232,18 +233,21 @@ extension AsyncLoadable {
     ContinuationHandoff.awaited()
   }
 
-  /// The attempt's work when it has declared dependencies or options: the dependencies first,
-  /// then ``loadBoxed()`` under the options.
+  /// The attempt's work when it has declared dependencies or options: the first
+  /// `dependencyCount` declared dependencies, then ``loadBoxed()`` under the options.
   ///
-  /// The dependencies are read here, after the attempt began: nothing of the attempt's ran in
-  /// between, and a dependency another thread adds meanwhile could as well have been added before.
+  /// The dependencies are read here, those that were declared when the attempt began (the
+  /// declared dependencies are only ever appended to): a dependency added since applies from the
+  /// next attempt.
   @inline(never)
   nonisolated(nonsending) private func loadBoxed(
-    afterDependencies hasDependencies: Bool, under options: LoadOptions?, in context: AttemptContext
+    after dependencyCount: Int, under options: LoadOptions?, in context: AttemptContext
   ) async throws -> AnyContentBox {
-    if hasDependencies {
+    if dependencyCount > 0 {
       // Copied under the lock, released after it.
-      let dependencies = state.withLock(owner: self) { $0.extras?.dependencies ?? DeclaredDependencies() }
+      let dependencies = state.withLock(owner: self) { state in
+        DeclaredDependencies((state.extras?.dependencies ?? DeclaredDependencies()).prefix(dependencyCount))
+      }
       try await loadDeclaredDependencies(dependencies, in: context)
     }
     guard let options else { return try await loadBoxed() }

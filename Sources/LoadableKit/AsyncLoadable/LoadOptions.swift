@@ -173,15 +173,24 @@ public protocol RetryAfterError: Error {
 
 /// Configuration kept out of line, so a loadable that has none stays small.
 final class LoadableSettings: Sendable {
-  let options: LoadOptions?
+  /// The options in an object of their own: an attempt holds them while it runs (as it held a
+  /// copy of them before), and nothing else of the settings.
+  let sharedOptions: SharedLoadOptions?
+  var options: LoadOptions? { sharedOptions?.value }
   let name: String?
   let instrument: (any LoadInstrument)?
 
   init(options: LoadOptions?, name: String?, instrument: (any LoadInstrument)? = nil) {
-    self.options = options
+    self.sharedOptions = options.map(SharedLoadOptions.init)
     self.name = name
     self.instrument = instrument
   }
+}
+
+/// A loadable's ``LoadOptions``, shared by its settings and its running attempt.
+final class SharedLoadOptions: Sendable {
+  let value: LoadOptions
+  init(_ value: LoadOptions) { self.value = value }
 }
 
 extension AsyncLoadable {
