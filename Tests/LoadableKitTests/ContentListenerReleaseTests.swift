@@ -66,7 +66,7 @@ struct ContentListenerReleaseTests {
       if armed.exchange(false, ordering: .relaxed) {
         Trampoline.later {
           let dropped = holder.withLock { $0.take() }
-          weak var weakView = dropped
+          weak let weakView = dropped
           _ = consume dropped
           freedWhenDropped.withLock { $0 = weakView == nil }
         }
@@ -77,7 +77,7 @@ struct ContentListenerReleaseTests {
     holder.withLock { $0 = view }
     view = nil
     armed.store(true, ordering: .relaxed)
-    try await source.fetch()  // a fresh attempt; its callers return once the views were told
+    _ = try await source.fetch()  // a fresh attempt; its callers return once the views were told
     #expect(freedWhenDropped.withLock { $0 } == true, "the view was freed when the queued work dropped it")
   }
 }
