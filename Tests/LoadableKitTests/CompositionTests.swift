@@ -125,7 +125,12 @@ struct DependencyScenarioTests {
     let top = chain.last!
     let load = Task { try await top.load() }
     try await root.waitForStart()
-    await eventually { chain.allSatisfy { $0.loadStatus == .loading } }
+    // Loading, and each link's attempt set up: a `map`'s attempt attaches its driver once its
+    // wait on its source returned, and the root's start is inside the last links' waits. A cancel
+    // that reaches a link before that is carried out by the thread setting it up, when it attaches
+    // the driver, not by `cancelLoad()` (the 4 links of the last trampoline batch of 100 were seen
+    // still loading so once, under ThreadSanitizer on a busy machine).
+    await eventually { chain.allSatisfy { $0.loadStatus == .loading && $0.runnerIsAttachedForTesting } }
     top.cancelLoad()
     let stillLoading = chain.dropLast().filter { $0.loadStatus != .notLoaded }.count
     #expect(stillLoading == 0, "every link below the top is back to .notLoaded")
