@@ -24,8 +24,9 @@ struct ContentListenerReleaseTests {
   @Test func viewsDroppedWhileTheirSourceTellsItsListenersAreFreedOutsideTheLock() {
     let source = AsyncLoadable<Int>(content: 1)
     var first: AsyncLoadable<Int>? = source.map { $0 }
-    let kept = source.map { $0 + 1 }
-    first = nil
+    let kept = source.map { $0 + 1 }  // the first listener's slot is taken: this one goes in `more`
+    first = nil  // frees the view in the first slot, which the race's views take in turn
+    _ = first
     let stop = Atomic<Bool>(false)
     let told = Atomic<Int>(0)
     DispatchQueue.concurrentPerform(iterations: 2) { index in
@@ -45,8 +46,9 @@ struct ContentListenerReleaseTests {
         stop.store(true, ordering: .relaxed)
       }
     }
+    // What this test guards is that the process did not trap; these only say the race ran.
     #expect(told.load(ordering: .relaxed) > 0)
-    #expect(first == nil && kept.content == 2)
+    #expect(kept.content == 2)
   }
 
   /// A source tells its one view of a change and lets go of it when the view's call returns,
