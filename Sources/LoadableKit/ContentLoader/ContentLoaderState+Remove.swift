@@ -6,7 +6,7 @@ extension ContentLoaderState {
   /// (its waiters and claims wait for that one, its result is dropped).
   mutating func remove(_ key: Key, now: Duration) -> Effects {
     var effects = Effects()
-    guard !isShutDown, let entry = index[key] ?? handedOut[key].flatMap({ $0.entry }) else { return effects }
+    guard !isShutDown, let entry = index[key] ?? handedOutEntry(for: key) else { return effects }
     let (action, table) = entry.forgetAll()
     effects.released.tables.append(table)
     entry.isStale = false

@@ -236,7 +236,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// library's unspecialized code, naming the handed-out records' type looks up its metadata at
   /// run time (~335 instructions), which its caller would then do for every new key.
   @inline(never)
-  private func handedOutEntry(for key: Key) -> Entry? {
+  func handedOutEntry(for key: Key) -> Entry? {
     guard let handed = handedOut[key] else { return nil }
     return handed.entry
   }
@@ -250,7 +250,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
   /// ``ContentLoader/loadable(for:)``: the key's entry, remembered weakly as handed out.
   mutating func handOut(_ key: Key, fresh: Entry?) -> Entry? {
-    guard let entry = index[key] ?? handedOut[key].flatMap({ $0.entry }) ?? fresh else { return nil }
+    guard let entry = index[key] ?? handedOutEntry(for: key) ?? fresh else { return nil }
     handedOut[key] = HandedOut(entry: entry, id: ObjectIdentifier(entry))
     hasHandedOut = true
     entry.wasHandedOut.store(true, ordering: .releasing)
