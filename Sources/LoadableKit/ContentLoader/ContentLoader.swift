@@ -308,8 +308,10 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     while true {
       let (begun, effects) = withState { state -> (Bool, State.Effects) in
         var effects = State.Effects()
-        let begun = state.begin(claim, sink: sink, fresh: fresh, expiredBefore: expiredBefore, &effects)
-        return (begun, effects)
+        guard let entry = state.entry(for: key, fresh: fresh, &effects) else { return (false, effects) }
+        state.begin(claim, on: entry, expiredBefore: expiredBefore, &effects)
+        if let sink { state.observe(claim, on: entry, with: sink, &effects) }
+        return (true, effects)
       }
       perform(effects)
       if begun { return claim }

@@ -190,7 +190,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   @usableFromInline var handedOut: [Key: HandedOut] = [:]
   /// Some loadable was handed out (never reset): until then a new key needs no look into
   /// ``handedOut``, whose type's metadata the library's unspecialized code looks up at run time.
-  var hasHandedOut = false
+  @usableFromInline var hasHandedOut = false
   var idle = IdleList()
   var idleEmpty = IdleList()
   var sweeperRunning = false
@@ -217,13 +217,19 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
 
   /// The key's entry: the one in the index, or a handed-out loadable, which becomes the entry
   /// again, or `fresh` (made outside the lock), or `nil` when a fresh one must be made.
+  ///
+  /// Inlinable, with ``insert(_:_:)``: a claim's ``ContentLoader/begin(_:sink:fresh:)`` comes
+  /// here, specialized for the caller's types, and looks into and adds to the index without the
+  /// run-time metadata look-ups of the dictionary, its optional element and the entry's type that
+  /// the library's unspecialized code makes (five, ~330 instructions each, of a new key).
+  @inlinable
   mutating func entry(for key: Key, fresh: Entry?, _ effects: inout Effects) -> Entry? {
     if let entry = index[key] {
-      if let fresh { effects.releasedObjects.append(fresh) }
+      if let fresh { discard(fresh, &effects) }
       return entry
     }
     if hasHandedOut, let entry = handedOutEntry(for: key) {
-      if let fresh { effects.releasedObjects.append(fresh) }
+      if let fresh { discard(fresh, &effects) }
       insert(entry, &effects)
       return entry
     }
@@ -232,17 +238,30 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     return fresh
   }
 
+  /// An entry made for a key that had one meanwhile: released after the lock.
+  @usableFromInline
+  mutating func discard(_ fresh: Entry, _ effects: inout Effects) {
+    effects.releasedObjects.append(fresh)
+  }
+
   /// The loadable handed out for `key` that is still alive, if any. A function of its own: in the
   /// library's unspecialized code, naming the handed-out records' type looks up its metadata at
   /// run time (~335 instructions), which its caller would then do for every new key.
-  @inline(never)
+  @usableFromInline @inline(never)
   func handedOutEntry(for key: Key) -> Entry? {
     guard let handed = handedOut[key] else { return nil }
     return handed.entry
   }
 
-  private mutating func insert(_ entry: Entry, _ effects: inout Effects) {
+  @inlinable
+  mutating func insert(_ entry: Entry, _ effects: inout Effects) {
     index[entry.key] = entry
+    indexed(entry, &effects)
+  }
+
+  /// ``insert(_:_:)`` after the entry went into the index.
+  @usableFromInline
+  mutating func indexed(_ entry: Entry, _ effects: inout Effects) {
     entry.isInIndex = true
     totalCost += entry.cost
     sync(entry, &effects)
@@ -323,15 +342,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     return true
   }
 
-  /// `begin(key)`: adds `claim` to the key's entry. The first claim on an entry that is not
-  /// freshly loaded starts an attempt that only the claims want; on an entry that is loading, it
-  /// adds the claims' interest to the running attempt. Returns `false` when the key has no entry
-  /// and `fresh` is `nil`.
+  /// `begin(key)`: adds `claim` to the key's entry (``entry(for:fresh:_:)``). The first claim on
+  /// an entry that is not freshly loaded starts an attempt that only the claims want; on an entry
+  /// that is loading, it adds the claims' interest to the running attempt.
   @usableFromInline
-  mutating func begin(
-    _ claim: Loader.Claim, sink: Loader.Sink?, fresh: Entry?, expiredBefore: Duration?, _ effects: inout Effects
-  ) -> Bool {
-    guard let entry = entry(for: claim.key, fresh: fresh, &effects) else { return false }
+  mutating func begin(_ claim: Loader.Claim, on entry: Entry, expiredBefore: Duration?, _ effects: inout Effects) {
     claim.entry = entry
     entry.claimCount += 1
     let before = entry.loadPriority
@@ -352,12 +367,17 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       }
     }
     settle(entry, now: .zero, &effects)  // claimed: the entry cannot go idle here
-    if let sink {
-      entry.sinks[claim.id] = [Loader.ClaimSink(id: nextUniqueID(), sink: sink)]
-      entry.hasSinks = true
-      enqueue(.snapshot(sink, snapshot(of: entry, &effects), first: true), &effects)
-    }
-    return true
+  }
+
+  /// A claim just begun on `entry` (``begin(_:on:expiredBefore:_:)``, under the same lock) gets its
+  /// observer, whose first delivery is the key's snapshot. A function of its own: the sink's and
+  /// the delivery's types, named in the library's unspecialized code, are looked up at run time,
+  /// which a claim without an observer need not pay.
+  @usableFromInline
+  mutating func observe(_ claim: Loader.Claim, on entry: Entry, with sink: Loader.Sink, _ effects: inout Effects) {
+    entry.sinks[claim.id] = [Loader.ClaimSink(id: nextUniqueID(), sink: sink)]
+    entry.hasSinks = true
+    enqueue(.snapshot(sink, snapshot(of: entry, &effects), first: true), &effects)
   }
 
   /// `Claim.end()`: idempotent. The last claim's end removes the claims' interest in the running
