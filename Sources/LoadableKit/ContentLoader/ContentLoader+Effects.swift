@@ -23,7 +23,7 @@ extension ContentLoader: EffectsHost {
     for task in lists.cancelTasks { task.cancel() }
     // Each list is there only if something was recorded in it (see `Effects.Storage`).
     if let list = lists.entryEffects {
-      for index in list.indices { entry(list[index].entry).cancelPhase(list[index].effects) }
+      forEachEntryEffects(list) { entry($0.entry).cancelPhase($0.effects) }
     }
   }
 
@@ -34,7 +34,7 @@ extension ContentLoader: EffectsHost {
   func notifyPhase(_ effects: State.Effects) {
     if let lists = effects.storage {
       if let list = lists.entryEffects {
-        for index in list.indices { entry(list[index].entry).notifyPhase(list[index].effects) }
+        forEachEntryEffects(list) { entry($0.entry).notifyPhase($0.effects) }
       }
       if let list = lists.launches {
         for index in list.indices {
@@ -51,7 +51,7 @@ extension ContentLoader: EffectsHost {
     if let lists = effects.storage {
       for slot in lists.grantedSlots { slot.handOff() }
       if let list = lists.entryEffects {
-        for index in list.indices { entry(list[index].entry).resumePhase(list[index].effects) }
+        forEachEntryEffects(list) { entry($0.entry).resumePhase($0.effects) }
       }
       if let list = lists.launches {
         for index in list.indices {
@@ -68,6 +68,16 @@ extension ContentLoader: EffectsHost {
       }
     }
     if let deadline = effects.startSweeper { launchSweeper(firstDeadline: deadline) }
+  }
+
+  /// Calls `body` with each record of `list`, in place: an array's subscript copied each
+  /// record's effects out (retaining and releasing the references they hold: ~420 instructions a
+  /// record, three phases each, a key's end on the claiming thread).
+  @inline(__always)
+  private func forEachEntryEffects(_ list: [EntryEffects], _ body: (borrowing EntryEffects) -> Void) {
+    list.withUnsafeBufferPointer { records in
+      for index in records.indices { body(records[index]) }
+    }
   }
 
   /// The key's loadable an effects record holds (``EntryEffects``), as what it is.

@@ -89,8 +89,14 @@ extension ContentLoaderState {
     effects.releasedObjects.append(entry)
     // No event built for a loader nobody listens to: in the library's unspecialized code, making
     // one (and walking the empty list of streams) looks up the types of the event, the delivery
-    // and the stream at run time, on every eviction.
-    if hasEventSinks { emit(.evicted(entry.key), &effects) }
+    // and the stream at run time, on every eviction — and so does a function that names the
+    // event, even on a path it does not take: it is built in a function of its own.
+    if hasEventSinks { emitEvicted(entry.key, &effects) }
+  }
+
+  @inline(never)
+  private mutating func emitEvicted(_ key: Key, _ effects: inout Effects) {
+    emit(.evicted(key), &effects)
   }
 
   /// The sweeper woke: evicts the entries idle for `idleTimeout` or longer. Returns when to wake
