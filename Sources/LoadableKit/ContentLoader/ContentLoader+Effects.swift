@@ -91,9 +91,11 @@ extension ContentLoader {
   /// The priority of the task of an attempt started for claims: its claims' priority, not the
   /// priority of whoever began the claim — a prefetch from the main thread loads at the prefetch
   /// priority, a visible row claimed from a background task at the visible one. A visible load
-  /// begun from a task of a higher priority still (the main thread's) keeps that priority.
+  /// begun from a task of a higher priority still (the main thread's) keeps that priority. Read
+  /// under the loader's lock through ``SpecializedPaths/loadPriority``: the lock's closure, here,
+  /// would look up the metadata of the loader's state at run time for every key launched.
   func launchPriority(of entry: KeyedLoadable) -> TaskPriority {
-    let priority = withState { _ in entry.loadPriority }
+    let priority = keySource.specialized.loadPriority(self, entry)
     return priority == .visible ? max(Task.currentPriority, priority.taskPriority) : priority.taskPriority
   }
 

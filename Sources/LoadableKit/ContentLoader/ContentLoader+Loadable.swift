@@ -241,11 +241,39 @@ extension ContentLoader {
     /// The loader's timeline, when values go stale by age.
     @usableFromInline let clock: Timeline?
     @usableFromInline let cost: (@Sendable (Value) -> Int)?
+    @usableFromInline let specialized: SpecializedPaths
 
-    init(load: DataSourceLoad, clock: Timeline?, cost: (@Sendable (Value) -> Int)?) {
+    init(load: DataSourceLoad, clock: Timeline?, cost: (@Sendable (Value) -> Int)?, specialized: SpecializedPaths) {
       self.load = load
       self.clock = clock
       self.cost = cost
+      self.specialized = specialized
+    }
+  }
+
+  /// The paths a key's load takes through its loader, made where the loader is created (its
+  /// initializers are inlinable), so specialized for the loader's types there. Reached from the
+  /// key's loadable, whose code is the library's, unspecialized: there, naming the loader's state,
+  /// a key's versions or the result's tuple looks up their generic metadata at run time (~335
+  /// instructions each). Closures that capture nothing. A loader created in the library's own
+  /// unspecialized code gets them unspecialized: no worse than calling the same functions.
+  @usableFromInline
+  struct SpecializedPaths: Sendable {
+    /// ``KeyedLoadable/loadAndKeep(attempt:)``: the data source's call and the version rule (a
+    /// key claimed, loaded and let go: 68,115 instructions unspecialized, 51,041 with this, when
+    /// it was made).
+    @usableFromInline let loadAndKeep: @Sendable (KeyedLoadable, UInt64?) async throws -> Value
+    /// ``ContentLoader/changed(_:)``: a key's status changed (its loadable's status hook).
+    @usableFromInline let changed: @Sendable (ContentLoader, KeyedLoadable) -> Void
+    /// ``KeyedLoadable/loadPriority``, read under the loader's lock: the priority of the task of
+    /// an attempt started for claims (``ContentLoader/launchPriority(of:)``).
+    @usableFromInline let loadPriority: @Sendable (ContentLoader, KeyedLoadable) -> ClaimPriority
+
+    @inlinable
+    init() {
+      loadAndKeep = { entry, attempt in try await entry.loadAndKeep(attempt: attempt) }
+      changed = { loader, entry in loader.changedSpecialized(entry) }
+      loadPriority = { loader, entry in loader.withState { _ in entry.loadPriority } }
     }
   }
 
@@ -260,14 +288,6 @@ extension ContentLoader {
     @usableFromInline let source: KeySource
     @usableFromInline weak var loader: ContentLoader?
     @usableFromInline let versions: Mutex<Versions>
-    /// ``loadAndKeep(attempt:)``, made in the initializer, which is inlinable: specialized for the
-    /// loader's types where the loader is used. In the library's unspecialized code, the call of
-    /// the data source and the version rule looked up the metadata of the result's tuple, of
-    /// optionals, arrays and the versions some thirty times a load, and ran the standard library's
-    /// `removeAll(where:)` unspecialized (a key claimed, loaded and let go: 68,115 instructions,
-    /// 51,041 with this). A closure that captures nothing. A loader whose entries are made in the
-    /// library's own code (unspecialized) gets the same closure, unspecialized: no worse than before.
-    @usableFromInline let specializedLoadAndKeep: @Sendable (KeyedLoadable, UInt64?) async throws -> Value
 
     // Under the loader's lock, so without the dynamic exclusivity checks (each access to a class's
     // stored `var` costs a check otherwise, about 90 instructions; a claim's begin and end made
@@ -334,7 +354,6 @@ extension ContentLoader {
       self.loader = loader
       self.cameWithPrior = prior != nil
       self.versions = Mutex(Versions(prior: prior, priorCost: prior.map { source.cost?($0.value) ?? 0 } ?? 0))
-      self.specializedLoadAndKeep = { entry, attempt in try await entry.loadAndKeep(attempt: attempt) }
       super.init()
     }
 
@@ -353,13 +372,14 @@ extension ContentLoader {
     /// A hook rather than an observer: no observer registry to allocate for every key, and no
     /// queued delivery for a loader that reads the current state anyway.
     override func statusDidChange() {
-      loader?.changed(self)
+      guard let loader else { return }
+      source.specialized.changed(loader, self)
     }
 
     /// The priority of the key's load: the highest among its claims and the attempts that wait
     /// for it (SPEC §5); without claims, ``ClaimPriority/visible`` when a plain caller waits or
     /// nobody does. Under the loader's lock.
-    var loadPriority: ClaimPriority {
+    @usableFromInline var loadPriority: ClaimPriority {
       guard let waiting else { return claimsAt.highest ?? .visible }
       let dependents = waiting.dependentsAt.highest
       if let claims = claimsAt.highest { return max(claims, dependents ?? claims) }
@@ -389,7 +409,7 @@ extension ContentLoader {
 
     /// Waits for a slot of `maximumConcurrentLoads`, if set, then loads.
     private func load(limitedBy loader: ContentLoader?, attempt: UInt64?) async throws -> Value {
-      guard let loader, let limiter = loader.limiter else { return try await specializedLoadAndKeep(self, attempt) }
+      guard let loader, let limiter = loader.limiter else { return try await source.specialized.loadAndKeep(self, attempt) }
       let priority = loader.withState { _ in loadPriority }
       // The place its claim reserved in the queue, if any, is its attempt's own.
       try await limiter.acquire(ObjectIdentifier(self), attempt: attempt, priority: priority)
@@ -400,7 +420,7 @@ extension ContentLoader {
       // yet (that comes right after the loader's lock): it is no longer the loadable's attempt, so
       // it gives the slot back without calling the data source.
       guard attempt == nil || withState({ $0.attempt?.id }) == attempt else { throw CancellationError() }
-      return try await specializedLoadAndKeep(self, attempt)
+      return try await source.specialized.loadAndKeep(self, attempt)
     }
 
     /// Calls the data source and applies the version rule. Only the key's current attempt records
@@ -408,7 +428,7 @@ extension ContentLoader {
     /// current one (SPEC §5), must not put its version in the place of the one the current attempt
     /// records. Its result is dropped anyway; it throws `CancellationError` instead.
     ///
-    /// Inlinable: called through ``specializedLoadAndKeep``.
+    /// Inlinable: called through ``SpecializedPaths/loadAndKeep``.
     @inlinable
     func loadAndKeep(attempt: UInt64?) async throws -> Value {
       let loaded: (value: Value, version: Version)

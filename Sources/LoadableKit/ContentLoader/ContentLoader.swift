@@ -130,6 +130,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   ///     result any more: check for cancellation (or use APIs that do) so cancelled work stops
   ///     early. Its result is dropped once cancelled. Loadables it loads are dependencies of the
   ///     key's attempt.
+  @inlinable
   public convenience init(
     name: String = "ContentLoader",
     gracePeriod: Duration = .zero,
@@ -150,7 +151,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       name: name, gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: maximumIdleCount,
       staleAfter: staleAfter, maximumConcurrentLoads: maximumConcurrentLoads, cost: cost,
       totalCostLimit: totalCostLimit, loadOptions: loadOptions, clock: clock, instrument: instrument,
-      taskExecutor: taskExecutor, existingValue: existingValue, load: .plain(load))
+      taskExecutor: taskExecutor, existingValue: existingValue, load: .plain(load),
+      specialized: SpecializedPaths())
   }
 
   /// Creates a loader whose loads can show values before their results: a disk copy read
@@ -173,6 +175,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// ``LoadStatus/loading``, under the version rule: one not newer than the value the key shows
   /// is dropped, and so is a result not newer than the interim value shown (the load then ends
   /// with the interim value as its result). See <doc:LoadingKeyedContent>.
+  @inlinable
   public convenience init(
     name: String = "ContentLoader",
     gracePeriod: Duration = .zero,
@@ -193,15 +196,20 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       name: name, gracePeriod: gracePeriod, idleTimeout: idleTimeout, maximumIdleCount: maximumIdleCount,
       staleAfter: staleAfter, maximumConcurrentLoads: maximumConcurrentLoads, cost: cost,
       totalCostLimit: totalCostLimit, loadOptions: loadOptions, clock: clock, instrument: instrument,
-      taskExecutor: taskExecutor, existingValue: existingValue, load: .withInterimValues(load))
+      taskExecutor: taskExecutor, existingValue: existingValue, load: .withInterimValues(load),
+      specialized: SpecializedPaths())
   }
 
   /// The initializer of both public ones: `load` keeps the data source's closure as it was given.
-  private init(
+  /// They are inlinable, so that `specialized` is made where the loader is created, specialized
+  /// for its types (``SpecializedPaths``).
+  @usableFromInline
+  init(
     name: String, gracePeriod: Duration, idleTimeout: Duration?, maximumIdleCount: Int, staleAfter: Duration?,
     maximumConcurrentLoads: Int?, cost: (@Sendable (Value) -> Int)?, totalCostLimit: Int?, loadOptions: LoadOptions?,
     clock: any Clock<Duration>, instrument: (any LoadInstrument)?, taskExecutor: (any TaskExecutor)?,
-    existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)?, load: DataSourceLoad
+    existingValue: @escaping @Sendable (Key) -> (value: Value, version: Version)?, load: DataSourceLoad,
+    specialized: SpecializedPaths
   ) {
     let gracePeriod = max(gracePeriod, .zero)
     let idleTimeout = idleTimeout.map { max($0, .zero) }
@@ -216,7 +224,8 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     self.staleAfter = staleAfter.map { max($0, .zero) }
     timeline = Timeline(clock)
     self.existingValue = existingValue
-    self.keySource = KeySource(load: load, clock: staleAfter == nil ? nil : timeline, cost: cost)
+    self.keySource = KeySource(
+      load: load, clock: staleAfter == nil ? nil : timeline, cost: cost, specialized: specialized)
     self.name = name
     self.instrument = instrument
     self.taskExecutor = taskExecutor
@@ -549,6 +558,14 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// An entry's loadable changed status (``KeyedLoadable/statusDidChange()``), possibly on several
   /// threads at once: each call reads the entry's current state under the lock.
   func changed(_ entry: KeyedLoadable) {
+    keySource.specialized.changed(self, entry)
+  }
+
+  /// ``changed(_:)``, reached through ``SpecializedPaths/changed``: specialized where the loader
+  /// was created, the lock's closure names the loader's state without looking up its metadata at
+  /// run time, on every status change of every key.
+  @inlinable
+  final func changedSpecialized(_ entry: KeyedLoadable) {
     let now = currentTime()
     perform(withState { $0.changed(entry, now: now) })
   }

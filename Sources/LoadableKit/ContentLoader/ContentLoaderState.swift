@@ -284,6 +284,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// The key's loadable changed (an attempt started or ended, whoever caused it). A loadable that
   /// loads while it is out of the index — evicted, or never claimed — becomes the key's entry
   /// again.
+  @usableFromInline
   mutating func changed(_ entry: Entry, now: Duration) -> Effects {
     var effects = Effects()
     guard !isShutDown else { return effects }
