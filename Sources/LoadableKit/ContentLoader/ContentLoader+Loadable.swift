@@ -268,12 +268,16 @@ extension ContentLoader {
     /// ``KeyedLoadable/loadPriority``, read under the loader's lock: the priority of the task of
     /// an attempt started for claims (``ContentLoader/launchPriority(of:)``).
     @usableFromInline let loadPriority: @Sendable (ContentLoader, KeyedLoadable) -> ClaimPriority
+    /// Removes a key from the loader's index (``ContentLoaderState/evict(_:_:)``): the
+    /// dictionary's and its optional element's metadata are not looked up at run time.
+    @usableFromInline let removeFromIndex: @Sendable (inout [Key: KeyedLoadable], Key) -> Void
 
     @inlinable
     init() {
       loadAndKeep = { entry, attempt in try await entry.loadAndKeep(attempt: attempt) }
       changed = { loader, entry in loader.changedSpecialized(entry) }
       loadPriority = { loader, entry in loader.withState { _ in entry.loadPriority } }
+      removeFromIndex = { index, key in index.removeValue(forKey: key) }
     }
   }
 

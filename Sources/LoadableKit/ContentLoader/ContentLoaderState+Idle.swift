@@ -83,7 +83,7 @@ extension ContentLoaderState {
   /// working and becomes the entry again when it loads or is claimed.
   mutating func evict(_ entry: Entry, _ effects: inout Effects) {
     unlinkIdle(entry)
-    index.removeValue(forKey: entry.key)
+    entry.source.specialized.removeFromIndex(&index, entry.key)
     entry.isInIndex = false
     totalCost -= entry.cost
     effects.releasedObjects.append(entry)
