@@ -164,7 +164,9 @@ struct ContentLoaderListTests {
     }
     blocking.store(true, ordering: .relaxed)
     let deliverer = Task.detached { await source.waitForStarts(1); source.resolve(0, "zero", version: 1) }
-    await inHandler.wait()  // another thread is delivering now
+    // Another thread is delivering now. Bounded: a handler that never runs fails the test here
+    // instead of holding the suite forever (mutant 63).
+    await eventually { inHandler.isOpen }
     let seen = Recorder<String>()
     let quick = loader.begin(1) { seen.append("\($0.status)") }
     quick.end()  // ends before its first snapshot could be delivered
@@ -179,32 +181,14 @@ struct ContentLoaderListTests {
 
 private func event(_ event: Loader.Event) -> String { "\(event)" }
 
-/// A one-shot gate a test opens once; waiters wait asynchronously or, on a thread that must not
-/// return (a handler holding the delivery role), blocking.
+/// A one-shot gate a test opens once: the test polls it (``isOpen``, in a bounded `eventually`),
+/// and a thread that must not return (a handler holding the delivery role) spins on it.
 final class AsyncGate: Sendable {
-  private let state = Mutex<(open: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
   private let condition = Atomic<Bool>(false)
 
-  func open() {
-    condition.store(true, ordering: .releasing)
-    let waiters = state.withLock(owner: self) { state in
-      state.open = true
-      defer { state.waiters.removeAll() }
-      return state.waiters
-    }
-    for waiter in waiters { waiter.resume() }
-  }
+  func open() { condition.store(true, ordering: .releasing) }
 
-  func wait() async {
-    await withUnsafeContinuation { continuation in
-      let ready = state.withLock(owner: self) { state -> Bool in
-        if state.open { return true }
-        state.waiters.append(continuation)
-        return false
-      }
-      if ready { continuation.resume() }
-    }
-  }
+  var isOpen: Bool { condition.load(ordering: .acquiring) }
 
   /// Spins until opened; for a synchronous handler on a thread of its own.
   func waitBlocking() {
