@@ -95,6 +95,10 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
   /// A key's interim values are let go of when a newer one, a local write or the load's result
   /// takes their place, after the loader's and the key's locks.
   case interimValuesAreReplaced
+  /// The cost limit evicts several idle keys in one step, when a value that costs the whole limit
+  /// lands: every evicted key, and its value, goes after the loader's lock (the loader's effects
+  /// keep the first objects they let go of inline, the rest in a list: each place is taken here).
+  case keysEvictedTogether
 
   func run() async {
     do {
@@ -238,6 +242,32 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
       control.resolve(2)
       await expect("the fresh value did not land") { claim.snapshot.value?.tag == 2 }
       claim.end()
+
+    case .keysEvictedTogether:
+      typealias Thumbnails = ContentLoader<Int, CallsBack, Int>
+      let loaders = WeakHolder<Thumbnails>()
+      let released = Counter()
+      let loader = Thumbnails(idleTimeout: nil, cost: { $0.tag == 0 ? 5 : 1 }, totalCostLimit: 5) { key in
+        // Its deinit reads the loader, which takes its lock.
+        let value = CallsBack(key) { [loaders] in
+          _ = loaders.object?.count
+          released.increment()
+        }
+        return (value, 1)
+      }
+      loaders.set(loader)
+      for key in 1...5 {
+        let claim = loader.begin(key)
+        await expect("key \(key) did not load") { claim.snapshot.status == .loaded }
+        claim.end()
+      }
+      guard loader.count == 5 else { exit(4) }  // idle, and within the limit
+      // Key 0 costs the whole limit: once it loaded, the five idle keys are evicted at once.
+      let big = loader.begin(0)
+      await expect("key 0 did not load") { big.snapshot.status == .loaded }
+      await expect("the evicted keys' values were not released") { released.count == 5 }
+      guard loader.count == 1 else { exit(4) }
+      big.end()
 
     case .interimValuesAreReplaced:
       typealias Thumbnails = ContentLoader<Int, CallsBack, Int>

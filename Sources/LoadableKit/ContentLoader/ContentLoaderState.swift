@@ -110,11 +110,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       if case .ended(let entryEffects) = consume action { record(entryEffects, of: entry) }
     }
     /// Attempts started for claims: launched, and their status change delivered.
-    var launches: [EntryLaunch] {
-      get { storage?.launches ?? [] }
+    var launches: InlineFirstArray<EntryLaunch> {
+      get { storage?.launches ?? InlineFirstArray() }
       @inline(__always) _modify {
         let storage = more
-        if storage.launches == nil { storage.launches = [] }
+        if storage.launches == nil { storage.launches = InlineFirstArray() }
         yield &storage.launches!
       }
     }
@@ -145,8 +145,8 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     /// classes, held without their generic types, so that a key let go of or an attempt ended
     /// creates no ``Released``, whose lists' types the library's unspecialized code looks up at
     /// run time (six of them, ~330 instructions each).
-    var releasedObjects: [AnyObject] {
-      get { storage?.releasedObjects ?? [] }
+    var releasedObjects: ReleasedObjects {
+      get { storage?.releasedObjects ?? ReleasedObjects() }
       @inline(__always) _modify { yield &more.releasedObjects }
     }
     var released: Released {
