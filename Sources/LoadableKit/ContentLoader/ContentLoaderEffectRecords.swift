@@ -33,8 +33,8 @@ struct EntryLaunch {
 final class ContentLoaderEffectLists {
   @exclusivity(unchecked) var cancelTasks: [Task<Void, Never>] = []
   @exclusivity(unchecked) var entryEffects: [EntryEffects]?
-  /// Most claims' effects hold one launch, one released object: the first is kept inline (an
-  /// array allocated, appended to and freed cost ~300 instructions, twice a key churned).
+  /// A claim's effects hold one launch at most: the first is kept inline (an array allocated,
+  /// appended to and freed cost ~300 instructions a key claimed).
   @exclusivity(unchecked) var launches: InlineFirstArray<EntryLaunch>?
   @exclusivity(unchecked) var startTimers: [(AnyObject, UInt64)]?
   @exclusivity(unchecked) var reprioritized: [(AnyObject, ClaimPriority, Bool)]?
