@@ -375,16 +375,14 @@ struct LoadStateMachine {
   /// Cancels the current `attempt`, which nobody but its dependent (or a key's claims) wanted, and
   /// puts the loadable back as it was before it: nobody asked *it* to fail.
   mutating func cancelAndRestore(_ attempt: Attempt) -> Effects {
-    var effects = Effects()
-    effects.cancel = attempt.runner
-    effects.released = Released(attempt: attempt, content: contentBox, error: nil)
-    effects.released.context = attempt.context.take()
-    effects.endedAttempt = true
-    effects.attemptCommitted = false
+    let released = Released(attempt: attempt, context: attempt.context.take(), content: contentBox, error: nil)
     contentBox = attempt.previousContent
-    effects.event = setPhase(.idle(attempt.previousOutcome))
-    effects.changedContent = true
-    return effects
+    let event = setPhase(.idle(attempt.previousOutcome))
+    // Built in one expression: assigned field by field after `setPhase`, the value was built
+    // twice and copied (a copy and a destroy of the effects, ~550 instructions, a key's end).
+    return Effects(
+      event: event, cancel: attempt.runner, changedContent: true, endedAttempt: true, attemptCommitted: false,
+      released: released)
   }
 
   // MARK: - Status changes
