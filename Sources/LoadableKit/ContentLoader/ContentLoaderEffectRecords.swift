@@ -33,8 +33,9 @@ struct EntryLaunch {
 final class ContentLoaderEffectLists {
   @exclusivity(unchecked) var cancelTasks: [Task<Void, Never>] = []
   @exclusivity(unchecked) var entryEffects: [EntryEffects]?
-  /// A claim's effects hold one launch at most: the first is kept inline (an array allocated,
-  /// appended to and freed cost ~300 instructions a key claimed).
+  /// A claim's effects hold one launch at most (a refresh or a removal of several keys may hold
+  /// more): the first is kept inline (an array allocated, appended to and freed cost ~300
+  /// instructions a key claimed).
   @exclusivity(unchecked) var launches: InlineFirstArray<EntryLaunch>?
   @exclusivity(unchecked) var startTimers: [(AnyObject, UInt64)]?
   @exclusivity(unchecked) var reprioritized: [(AnyObject, ClaimPriority, Bool)]?
