@@ -266,7 +266,8 @@ extension ContentLoader {
     /// ``ContentLoader/changed(_:)``: a key's status changed (its loadable's status hook).
     @usableFromInline let changed: @Sendable (ContentLoader, KeyedLoadable) -> Void
     /// ``KeyedLoadable/loadPriority``, read under the loader's lock: the priority of the task of
-    /// an attempt started for claims (``ContentLoader/launchPriority(of:)``).
+    /// an attempt started for claims (``ContentLoader/launchPriority(of:)``) and of the key's
+    /// place in the load limit's queue.
     @usableFromInline let loadPriority: @Sendable (ContentLoader, KeyedLoadable) -> ClaimPriority
     /// Removes a key from the loader's index (``ContentLoaderState/evict(_:_:)``): the
     /// dictionary's and its optional element's metadata are not looked up at run time.
@@ -376,8 +377,7 @@ extension ContentLoader {
     /// A hook rather than an observer: no observer registry to allocate for every key, and no
     /// queued delivery for a loader that reads the current state anyway.
     override func statusDidChange() {
-      guard let loader else { return }
-      source.specialized.changed(loader, self)
+      loader?.changed(self)
     }
 
     /// The priority of the key's load: the highest among its claims and the attempts that wait
@@ -414,7 +414,7 @@ extension ContentLoader {
     /// Waits for a slot of `maximumConcurrentLoads`, if set, then loads.
     private func load(limitedBy loader: ContentLoader?, attempt: UInt64?) async throws -> Value {
       guard let loader, let limiter = loader.limiter else { return try await source.specialized.loadAndKeep(self, attempt) }
-      let priority = loader.withState { _ in loadPriority }
+      let priority = source.specialized.loadPriority(loader, self)
       // The place its claim reserved in the queue, if any, is its attempt's own.
       try await limiter.acquire(ObjectIdentifier(self), attempt: attempt, priority: priority)
       defer { limiter.release(ObjectIdentifier(self)) }
