@@ -48,9 +48,12 @@ struct ContentListeners {
   /// The first listener's identifier (identifiers start at 1), 0 for none.
   private var firstID: UInt64 = 0
   private var first = ContentListener()
+  /// The first listener's identity, compared without reading its weak reference.
+  private var firstObject: ObjectIdentifier?
   private var more: [UInt64: ContentListener] = [:]
 
-  var isEmpty: Bool { firstID == 0 && more.isEmpty }
+  /// Whether `view` is the one listener.
+  func isOnly(_ view: ObjectIdentifier) -> Bool { firstID != 0 && more.isEmpty && firstObject == view }
 
   /// The views listening now: `one`, read strongly, when there is exactly one listener (a view
   /// being freed reads as none); otherwise `several`, weakly, each read when it is told.
@@ -61,10 +64,23 @@ struct ContentListeners {
     return (nil, several)
   }
 
+  /// ``targets``, but none when `handed` is the one listener (see
+  /// ``AsyncLoadable/notifyContentListeners(except:)``).
+  ///
+  /// Mutating only so that it reads the listeners where they are: a structure holding a weak
+  /// reference, read through the class that keeps it, was copied (and destroyed) for each
+  /// property read, twice a notice.
+  mutating func targets(except handed: ObjectIdentifier?) -> (one: (any ContentListening)?, several: [ContentListener]) {
+    if firstID == 0 && more.isEmpty { return (nil, []) }
+    if let handed, isOnly(handed) { return (nil, []) }
+    return targets
+  }
+
   mutating func add(_ listener: any ContentListening, id: UInt64) {
     if firstID == 0 {
       firstID = id
       first = ContentListener(target: listener)
+      firstObject = ObjectIdentifier(listener)
     } else {
       more[id] = ContentListener(target: listener)
     }
@@ -75,6 +91,7 @@ struct ContentListeners {
     if firstID == id {
       firstID = 0
       first = ContentListener()
+      firstObject = nil
     } else {
       more.removeValue(forKey: id)
     }

@@ -52,7 +52,7 @@ extension AsyncLoadable: EffectsHost {
   final func notifyPhase(_ effects: LoadStateMachine.Effects) {
     deliver(effects.event, contentChanged: effects.changedContent, runsStatusHook: effects.runsStatusHook)
     if effects.changedContent, case .success = effects.result {
-      notifyContentListeners()
+      notifyContentListeners(except: effects.waiters.soleSourceWaiter)
     }
     if effects.endedAttempt { attemptDidEnd(committed: effects.attemptCommitted) }
   }
@@ -67,10 +67,18 @@ extension AsyncLoadable: EffectsHost {
   /// One listener (a `map` over this loadable) is read from its weak reference under the lock and
   /// released after it, once told (the view may be freed then: its `deinit` runs outside the
   /// lock); several are copied out of the lock, weakly, each read when it is told.
-  final func notifyContentListeners() {
+  ///
+  /// `handed`: the view whose attempt is the ended attempt's one waiter, waiting for this loadable
+  /// alone (``LoadWaiter/source(_:)``: the next node of a `map` chain). When it is the one
+  /// listener, it is not told: the resume phase hands it this very content, which its attempt
+  /// derives from; an attempt of it that ends without using it (cancelled meanwhile) re-reads its
+  /// sources as it ends (``CombinedLoadable/attemptDidEnd(committed:)``), after this content was
+  /// committed (its cancel withdraws the wait in this loadable's lock, which this attempt's end
+  /// held first). A later change is a change of its own, told as any. (A node of a loading chain
+  /// paid a lock, a weak read, a call and, at its own end, a check of its sources for the news.)
+  final func notifyContentListeners(except handed: ObjectIdentifier? = nil) {
     var (one, several) = state.withLock(owner: self) { state -> ((any ContentListening)?, [ContentListener]) in
-      guard let extras = state.extras, !extras.contentListeners.isEmpty else { return (nil, []) }
-      return extras.contentListeners.targets
+      state.extras?.contentListeners.targets(except: handed) ?? (nil, [])
     }
     if one != nil {
       // The view is held only for its call: the work takes it out of `one`, so that it is let go

@@ -51,6 +51,19 @@ enum LoadWaiter {
 /// most attempts have one waiter (the caller that started it, or a dependent's group).
 typealias WaiterList = WaiterStore<LoadWaiter>
 
+extension WaiterStore where Element == LoadWaiter {
+  /// The loadable whose attempt is the one waiter, when it waits for this loadable alone (a
+  /// `map`'s attempt without a task, ``LoadWaiter/source(_:)``).
+  var soleSourceWaiter: ObjectIdentifier? {
+    guard count == 1 else { return nil }
+    var owner: ObjectIdentifier?
+    forEachEntry { waiter in
+      if case .source(let context) = waiter { owner = ObjectIdentifier(context.owner) }
+    }
+    return owner
+  }
+}
+
 extension LoadWaiter: WaiterStoreEntry {
   /// A caller's task waits on a continuation; a completion handler or a dependent's group does
   /// not (a state machine tested as a value may be dropped with them).
