@@ -68,4 +68,56 @@ struct LiveViewHandedDeliveryTests {
     #expect(view.content == 20)
     observation.cancel()
   }
+
+  // The same for a `zip`, whose attempt waits for its inputs as a group (`LoadWaiter.dependent`).
+
+  @Test func theSourcesOtherViewHearsTheContentAZipWasHanded() async throws {
+    let control = ControlledLoad<Int>()
+    let source = control.makeLoadable()
+    let fixed = AsyncLoadable<Int> { 7 }
+    try await fixed.load()
+    let other = source.map { $0 + 1 }
+    async let first = other.fetch()
+    try await control.waitForStart(1)
+    #expect(control.resolve(1))
+    #expect(try await first == 2)
+    let refreshed = zip([source, fixed])
+    #expect(refreshed.loadStatus == .loaded && refreshed.content == [1, 7])
+
+    async let second = refreshed.fetch()
+    try await control.waitForStart(2)
+    #expect(control.resolve(2))
+    #expect(try await second == [2, 7])
+    #expect(other.loadStatus == .loaded)
+    #expect(other.content == 3)
+  }
+
+  @Test func aZipWhoseRefreshIsUndoneBeforeItIsHandedTheContentStillShowsIt() async throws {
+    let control = ControlledLoad<Int>()
+    let source = control.makeLoadable()
+    let fixed = AsyncLoadable<Int> { 7 }
+    let view = zip([source, fixed])
+    let top = view.map { $0[0] + $0[1] }
+    async let first = top.fetch()
+    try await control.waitForStart(1)
+    #expect(control.resolve(1))
+    #expect(try await first == 8)
+
+    let armed = Atomic<Bool>(false)
+    let seenInTheWindow = Mutex<LoadStatus?>(nil)
+    let observation = source.observeLoadStatus { status in
+      guard status == .loaded, armed.exchange(false, ordering: .acquiringAndReleasing) else { return }
+      seenInTheWindow.withLock { $0 = view.loadStatus }
+      top.cancelLoad()
+    }
+    let refresh = Task { try await top.fetch() }
+    try await control.waitForStart(2)
+    armed.store(true, ordering: .releasing)
+    #expect(control.resolve(2))
+    await #expect(throws: CancellationError.self) { try await refresh.value }
+    #expect(seenInTheWindow.withLock { $0 } == .loading)
+    #expect(view.loadStatus == .loaded)
+    #expect(view.content == [2, 7])
+    observation.cancel()
+  }
 }

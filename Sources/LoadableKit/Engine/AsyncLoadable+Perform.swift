@@ -52,7 +52,7 @@ extension AsyncLoadable: EffectsHost {
   final func notifyPhase(_ effects: LoadStateMachine.Effects) {
     deliver(effects.event, contentChanged: effects.changedContent, runsStatusHook: effects.runsStatusHook)
     if effects.changedContent, case .success = effects.result {
-      notifyContentListeners(except: effects.waiters.soleSourceWaiter)
+      notifyContentListeners(except: effects.waiters.soleDependentWaiter)
     }
     if effects.endedAttempt { attemptDidEnd(committed: effects.attemptCommitted) }
   }

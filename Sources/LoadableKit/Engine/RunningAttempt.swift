@@ -52,13 +52,18 @@ enum LoadWaiter {
 typealias WaiterList = WaiterStore<LoadWaiter>
 
 extension WaiterStore where Element == LoadWaiter {
-  /// The loadable whose attempt is the one waiter, when it waits for this loadable alone (a
-  /// `map`'s attempt without a task, ``LoadWaiter/source(_:)``).
-  var soleSourceWaiter: ObjectIdentifier? {
+  /// The loadable whose attempt is the one waiter, when that attempt waits for this loadable as
+  /// one of its sources: a `map`'s attempt (``LoadWaiter/source(_:)``) or a `zip`'s, or an
+  /// attempt's wait for its declared dependencies (``LoadWaiter/dependent(_:index:)``).
+  var soleDependentWaiter: ObjectIdentifier? {
     guard count == 1 else { return nil }
     var owner: ObjectIdentifier?
     forEachEntry { waiter in
-      if case .source(let context) = waiter { owner = ObjectIdentifier(context.owner) }
+      switch waiter {
+      case .source(let context): owner = ObjectIdentifier(context.owner)
+      case .dependent(let group, _): owner = group.ownerIdentity
+      case .task, .completion: break
+      }
     }
     return owner
   }
