@@ -292,6 +292,22 @@ struct CombinatorTests {
     #expect(try await zip([AsyncLoadable<Int>]()).fetch() == [])
   }
 
+  /// With load options, a zip's attempt runs on a task and combines the loaded elements there
+  /// (`performLoad`), not in its attempt without a task: the same contents, in order.
+  @Test func aZipWithLoadOptionsCombinesOnItsTaskInOrder() async throws {
+    let pair = zip(AsyncLoadable { 1 }, AsyncLoadable { 2 })
+    pair.loadOptions = LoadOptions(timeout: .seconds(60))
+    let loaded = try await pair.fetch()
+    #expect(loaded.0 == 1 && loaded.1 == 2)
+    let triple = zip(AsyncLoadable { 1 }, AsyncLoadable { "two" }, AsyncLoadable { 3.0 })
+    triple.loadOptions = LoadOptions(timeout: .seconds(60))
+    let three = try await triple.fetch()
+    #expect(three.0 == 1 && three.1 == "two" && three.2 == 3.0)
+    let array = zip([AsyncLoadable { 1 }, AsyncLoadable { 2 }])
+    array.loadOptions = LoadOptions(timeout: .seconds(60))
+    #expect(try await array.fetch() == [1, 2])
+  }
+
   @Test func zipFailsFastAndCancelsTheSiblingsItStarted() async throws {
     let slow = ControlledLoad<Int>()
     let slowLoadable = slow.makeLoadable()

@@ -10,12 +10,20 @@
 /// let basemapAndLayers = zip(basemap, parks, trails)   // AsyncLoadable<(Basemap, Layer, Layer)>
 /// let (base, parksInfo, trailsInfo) = try await basemapAndLayers.fetch()
 /// ```
+@inlinable
 public func zip<each T: Sendable>(_ loadables: repeat AsyncLoadable<each T>) -> AsyncLoadable<(repeat each T)> {
-  var sources: [any DependencyNode] = []
-  for loadable in repeat each loadables {
-    sources.append(loadable)
+  // Inlined into the caller, where the element types are known, as `map` is: the contents are
+  // unboxed and the tuple boxed there, in code specialized for them. The library's generic code
+  // looked up the metadata of each element's box and of the tuple at run time, five look-ups a
+  // `zip` of two loaded (a layer of a map's graph).
+  ZipLoadable<repeat each T>(repeat each loadables) { boxes in
+    var index = -1
+    func nextBox() -> AnyContentBox {
+      index += 1
+      return boxes[index]
+    }
+    return ContentBox((repeat ContentBox<each T>.unbox(nextBox())))
   }
-  return ZipLoadable<repeat each T>(sources: sources)
 }
 
 /// A loadable of the contents of `loadables`, in order, loaded concurrently.
@@ -31,19 +39,29 @@ public func zip<T: Sendable>(_ loadables: [AsyncLoadable<T>]) -> AsyncLoadable<[
   ArrayZipLoadable<T>(sources: loadables.map { $0 as any DependencyNode })
 }
 
+/// A variadic `zip`'s loadable: its function of the elements' boxes was made where `zip` was
+/// called (the variadic `zip`, inlined into its caller).
+@usableFromInline
 final class ZipLoadable<each T: Sendable>: CombinedLoadable<(repeat each T)>, @unchecked Sendable {
-  override init(sources: [any DependencyNode]) {
+  let combineBoxes: @Sendable ([AnyContentBox]) -> AnyContentBox
+
+  @usableFromInline
+  init(_ loadables: repeat AsyncLoadable<each T>, combine: @escaping @Sendable ([AnyContentBox]) -> AnyContentBox) {
+    combineBoxes = combine
+    var sources: [any DependencyNode] = []
+    for loadable in repeat each loadables {
+      sources.append(loadable)
+    }
     super.init(sources: sources)
     startLiveView()
   }
 
   override func combine(_ values: [AnyContentBox]) throws -> (repeat each T) {
-    var index = 0
-    func next<U: Sendable>(_: U.Type) -> U {
-      defer { index += 1 }
-      return ContentBox<U>.unbox(values[index])
-    }
-    return (repeat next((each T).self))
+    ContentBox<(repeat each T)>.unbox(combineBoxes(values))
+  }
+
+  override func combineBoxed(_ values: [AnyContentBox]) throws -> AnyContentBox {
+    combineBoxes(values)
   }
 }
 
