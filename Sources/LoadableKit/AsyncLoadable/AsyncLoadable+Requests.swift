@@ -254,9 +254,9 @@ extension AsyncLoadable {
     return try await options.run { try await self.loadBoxed() }
   }
 
-  /// The attempt's work: ``directLoad``, or else ``performLoad()``, its content boxed.
+  /// The attempt's work: ``directLoad``, or else ``performLoadBoxed()``.
   nonisolated(nonsending) private func loadBoxed() async throws -> AnyContentBox {
     if let directLoad { return try await directLoad(self) }
-    return ContentBox(try await performLoad())
+    return try await performLoadBoxed()
   }
 }

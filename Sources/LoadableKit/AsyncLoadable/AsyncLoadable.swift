@@ -196,6 +196,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     }
   }
 
+  /// ``performLoad()``, its content in its ``ContentBox``. A subclass of the library whose
+  /// content already comes boxed (`flatMap`'s: the inner loadable's delivery) overrides it, to
+  /// hand the box on: boxing here, in unspecialized code, looks up `ContentBox<Content>`'s
+  /// metadata at run time (~330 instructions an attempt).
+  nonisolated(nonsending) func performLoadBoxed() async throws -> AnyContentBox {
+    ContentBox(try await performLoad())
+  }
+
   // MARK: - State
 
   /// The current status. Observable.

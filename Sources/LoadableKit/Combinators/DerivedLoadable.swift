@@ -64,13 +64,16 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     return (values, versions)
   }
 
-  /// Loads the loadable a transform returned, with the attempt's intent.
-  nonisolated(nonsending) final func loadInner<T: Sendable>(_ inner: AsyncLoadable<T>) async throws -> (T, UInt64) {
+  /// Loads the loadable a transform returned, with the attempt's intent; returns its content's
+  /// box and version.
+  nonisolated(nonsending) final func loadInner<T: Sendable>(_ inner: AsyncLoadable<T>) async throws -> (
+    box: AnyContentBox, version: UInt64
+  ) {
     let context = attemptContext(calledOn: self)
     let request = context?.request(for: inner) ?? .load
     let delivery = try await inner.request(request, from: context)
-    guard let content = delivery.content(as: T.self) else { throw LoadableError.noContent }
-    return (content, delivery.version)
+    guard let box = delivery.contentBox else { throw LoadableError.noContent }
+    return (box, delivery.version)
   }
 
   final func recordDerivation(sources versions: [UInt64], inner: (node: any DependencyNode, version: UInt64)? = nil) {
