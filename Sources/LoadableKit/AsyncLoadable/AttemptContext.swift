@@ -198,6 +198,10 @@ final class AttemptContext: Sendable {
     self.task = onTask ? currentTaskIdentity() : 0
   }
 
+  /// Whether this context's attempt is still its owner's running attempt (not ended, undone or
+  /// replaced), read in the owner's lock.
+  var isOwnersRunningAttempt: Bool { owner.runningAttemptContext === self }
+
   /// Whether `dependency` already received this attempt's intent: a request for it now is a
   /// plain load (``request(for:)``), which a loaded dependency answers at once with its content.
   /// A plain `load()`'s attempt asks every dependency for a plain load: always.

@@ -75,8 +75,8 @@ final class DependencyGroup: AttemptDriver {
 
   private let state: Mutex<State>
   private let context: AttemptContext
-  /// The loadable whose attempt waits.
-  var ownerIdentity: ObjectIdentifier { ObjectIdentifier(context.owner) }
+  /// The context of the attempt that waits.
+  var waitingContext: AttemptContext { context }
   /// The dependencies waited for, by index: the caller's list itself when every node is waited
   /// for (no copy), else the ones that are.
   private let nodes: [any DependencyNode]

@@ -64,16 +64,19 @@ struct ContentListeners {
     return (nil, several)
   }
 
-  /// ``targets``, but none when `handed` is the one listener (see
+  /// ``targets``, but none, and `handed` true, when `handed` is the one listener (see
   /// ``AsyncLoadable/notifyContentListeners(except:)``).
   ///
   /// Mutating only so that it reads the listeners where they are: a structure holding a weak
   /// reference, read through the class that keeps it, was copied (and destroyed) for each
   /// property read, twice a notice.
-  mutating func targets(except handed: ObjectIdentifier?) -> (one: (any ContentListening)?, several: [ContentListener]) {
-    if firstID == 0 && more.isEmpty { return (nil, []) }
-    if let handed, isOnly(handed) { return (nil, []) }
-    return targets
+  mutating func targets(
+    except handed: ObjectIdentifier?
+  ) -> (one: (any ContentListening)?, several: [ContentListener], handed: Bool) {
+    if firstID == 0 && more.isEmpty { return (nil, [], false) }
+    if let handed, isOnly(handed) { return (nil, [], true) }
+    let (one, several) = targets
+    return (one, several, false)
   }
 
   mutating func add(_ listener: any ContentListening, id: UInt64) {

@@ -68,17 +68,25 @@ extension AsyncLoadable: EffectsHost {
   /// released after it, once told (the view may be freed then: its `deinit` runs outside the
   /// lock); several are copied out of the lock, weakly, each read when it is told.
   ///
-  /// `handed`: the view whose attempt is the ended attempt's one waiter, waiting for this loadable
-  /// alone (``LoadWaiter/source(_:)``: the next node of a `map` chain). When it is the one
-  /// listener, it is not told: the resume phase hands it this very content, which its attempt
-  /// derives from; an attempt of it that ends without using it (cancelled meanwhile) re-reads its
-  /// sources as it ends (``CombinedLoadable/attemptDidEnd(committed:)``), after this content was
-  /// committed (its cancel withdraws the wait in this loadable's lock, which this attempt's end
-  /// held first). A later change is a change of its own, told as any. (A node of a loading chain
-  /// paid a lock, a weak read, a call and, at its own end, a check of its sources for the news.)
-  final func notifyContentListeners(except handed: ObjectIdentifier? = nil) {
-    var (one, several) = state.withLock(owner: self) { state -> ((any ContentListening)?, [ContentListener]) in
-      state.extras?.contentListeners.targets(except: handed) ?? (nil, [])
+  /// `handed`: the context of the attempt that is the ended attempt's one waiter, the attempt of a
+  /// view waiting for this loadable as a source (the next node of a `map` chain, a `zip`). When
+  /// that view is the one listener and the attempt is still its current one, it is not told: the
+  /// resume phase hands the attempt this very content, which it derives from; and if the attempt
+  /// ends without using it (undone meanwhile), the view re-reads its sources as it ends
+  /// (``CombinedLoadable/attemptDidEnd(committed:)``), after this check, so after this content was
+  /// committed. An attempt no longer current (undone before this check, its wait not yet
+  /// withdrawn) is told as any. A later change is a change of its own, told as any. (A node of a
+  /// loading chain paid a lock, a weak read, a call and, at its own end, a check of its sources
+  /// for the news.)
+  final func notifyContentListeners(except handed: AttemptContext? = nil) {
+    var (one, several, handedIsTheOne) = state.withLock(owner: self) {
+      state -> ((any ContentListening)?, [ContentListener], Bool) in
+      state.extras?.contentListeners.targets(except: handed.map { ObjectIdentifier($0.owner) }) ?? (nil, [], false)
+    }
+    if handedIsTheOne, let handed {
+      // Read in the view's lock, after this loadable's: never both at once.
+      if handed.isOwnersRunningAttempt { return }
+      one = handed.owner as? any ContentListening
     }
     if one != nil {
       // The view is held only for its call: the work takes it out of `one`, so that it is let go

@@ -52,20 +52,20 @@ enum LoadWaiter {
 typealias WaiterList = WaiterStore<LoadWaiter>
 
 extension WaiterStore where Element == LoadWaiter {
-  /// The loadable whose attempt is the one waiter, when that attempt waits for this loadable as
-  /// one of its sources: a `map`'s attempt (``LoadWaiter/source(_:)``) or a `zip`'s, or an
-  /// attempt's wait for its declared dependencies (``LoadWaiter/dependent(_:index:)``).
-  var soleDependentWaiter: ObjectIdentifier? {
+  /// The context of the attempt that is the one waiter, when that attempt waits for this
+  /// loadable as one of its sources: a `map`'s attempt (``LoadWaiter/source(_:)``) or a `zip`'s,
+  /// or an attempt's wait for its declared dependencies (``LoadWaiter/dependent(_:index:)``).
+  var soleDependentWaiter: AttemptContext? {
     guard count == 1 else { return nil }
-    var owner: ObjectIdentifier?
+    var context: AttemptContext?
     forEachEntry { waiter in
       switch waiter {
-      case .source(let context): owner = ObjectIdentifier(context.owner)
-      case .dependent(let group, _): owner = group.ownerIdentity
+      case .source(let waiting): context = waiting
+      case .dependent(let group, _): context = group.waitingContext
       case .task, .completion: break
       }
     }
-    return owner
+    return context
   }
 }
 
