@@ -7,13 +7,56 @@ import Testing
 // content by the resume phase, and is not also told of it as a live view
 // (`AsyncLoadable.notifyContentListeners(except:)`). These pin what must still be told.
 
+/// A status observer on `source` whose `body` runs once: the first time the source reports
+/// `status` after ``arm()`` — user code at that point of the source's work.
+final class StatusWindow: Sendable {
+  private let armed = Atomic<Bool>(false)
+  private let done = Atomic<Bool>(false)
+  private let observation = Mutex<LoadObservation?>(nil)
+
+  init<S: Sendable>(on source: AsyncLoadable<S>, hearing status: LoadStatus, _ body: @escaping @Sendable () -> Void) {
+    // Holds the window until `cancel()`.
+    let observation = source.observeLoadStatus { heard in
+      guard heard == status, self.armed.exchange(false, ordering: .acquiringAndReleasing) else { return }
+      body()
+      self.done.store(true, ordering: .releasing)
+    }
+    self.observation.withLock { $0 = observation }
+  }
+
+  func arm() { armed.store(true, ordering: .releasing) }
+  /// Whether `body` has run (and returned).
+  var ran: Bool { done.load(ordering: .acquiring) }
+  func cancel() { observation.withLock { $0 }?.cancel() }
+}
+
 @Suite("A view handed its source's content", .timeLimit(.minutes(1)))
 struct LiveViewHandedDeliveryTests {
+
+  /// A view over a source: a `map` (its attempt waits with `LoadWaiter.source`) or a `zip` with an
+  /// input already loaded (a group's wait, `LoadWaiter.dependent`), both of `[Int]`.
+  enum ViewShape: String, CaseIterable, Sendable {
+    case map, zip
+
+    func view(over source: AsyncLoadable<Int>) async throws -> AsyncLoadable<[Int]> {
+      switch self {
+      case .map: return source.map { [$0 * 10] }
+      case .zip:
+        let fixed = AsyncLoadable<Int> { 7 }
+        try await fixed.load()
+        return LoadableKit.zip([source, fixed])
+      }
+    }
+
+    /// The view's content when the source's is `value`.
+    func content(_ value: Int) -> [Int] { self == .map ? [value * 10] : [value, 7] }
+  }
 
   /// Two views over one source; one view's refresh loads the source, whose attempt has that view's
   /// wait as its one waiter. The other view, loaded and idle, is a live view: it must hear the
   /// new content.
-  @Test func theSourcesOtherViewHearsTheContentOneViewWasHanded() async throws {
+  @Test(arguments: ViewShape.allCases)
+  func theSourcesOtherViewHearsTheContentOneViewWasHanded(_ shape: ViewShape) async throws {
     let control = ControlledLoad<Int>()
     let source = control.makeLoadable()
     let other = source.map { $0 + 1 }
@@ -21,13 +64,13 @@ struct LiveViewHandedDeliveryTests {
     try await control.waitForStart(1)
     #expect(control.resolve(1))
     #expect(try await first == 2)
-    let refreshed = source.map { $0 * 10 }
-    #expect(refreshed.loadStatus == .loaded && refreshed.content == 10)
+    let refreshed = try await shape.view(over: source)
+    #expect(refreshed.loadStatus == .loaded && refreshed.content == shape.content(1))
 
     async let second = refreshed.fetch()
     try await control.waitForStart(2)
     #expect(control.resolve(2))
-    #expect(try await second == 20)
+    #expect(try await second == shape.content(2))
     #expect(other.loadStatus == .loaded)
     #expect(other.content == 3)
   }
@@ -38,20 +81,19 @@ struct LiveViewHandedDeliveryTests {
   /// nobody else wants, is undone and the view put back as it was, loaded with the old content
   /// (SPEC §2). It must then show the source's new content all the same, as a live view does when
   /// its source changes while it is idle.
-  @Test func aViewWhoseRefreshIsUndoneBeforeItIsHandedTheContentStillShowsIt() async throws {
+  @Test(arguments: ViewShape.allCases)
+  func aViewWhoseRefreshIsUndoneBeforeItIsHandedTheContentStillShowsIt(_ shape: ViewShape) async throws {
     let control = ControlledLoad<Int>()
     let source = control.makeLoadable()
-    let view = source.map { $0 * 10 }
-    let top = view.map { $0 + 1 }
+    let view = try await shape.view(over: source)
+    let top = view.map { $0 }
     async let first = top.fetch()
     try await control.waitForStart(1)
     #expect(control.resolve(1))
-    #expect(try await first == 11)
+    #expect(try await first == shape.content(1))
 
-    let armed = Atomic<Bool>(false)
     let seenInTheWindow = Mutex<LoadStatus?>(nil)
-    let observation = source.observeLoadStatus { status in
-      guard status == .loaded, armed.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    let window = StatusWindow(on: source, hearing: .loaded) {
       // The source's attempt has ended and its observers hear of it first: the view's refresh is
       // still waiting for the content.
       seenInTheWindow.withLock { $0 = view.loadStatus }
@@ -59,66 +101,15 @@ struct LiveViewHandedDeliveryTests {
     }
     let refresh = Task { try await top.fetch() }
     try await control.waitForStart(2)
-    armed.store(true, ordering: .releasing)
+    window.arm()
     #expect(control.resolve(2))
     await #expect(throws: CancellationError.self) { try await refresh.value }
+    await eventually { window.ran }
     #expect(seenInTheWindow.withLock { $0 } == .loading)
     #expect(source.content == 2)
     #expect(view.loadStatus == .loaded)
-    #expect(view.content == 20)
-    observation.cancel()
-  }
-
-  // The same for a `zip`, whose attempt waits for its inputs as a group (`LoadWaiter.dependent`).
-
-  @Test func theSourcesOtherViewHearsTheContentAZipWasHanded() async throws {
-    let control = ControlledLoad<Int>()
-    let source = control.makeLoadable()
-    let fixed = AsyncLoadable<Int> { 7 }
-    try await fixed.load()
-    let other = source.map { $0 + 1 }
-    async let first = other.fetch()
-    try await control.waitForStart(1)
-    #expect(control.resolve(1))
-    #expect(try await first == 2)
-    let refreshed = zip([source, fixed])
-    #expect(refreshed.loadStatus == .loaded && refreshed.content == [1, 7])
-
-    async let second = refreshed.fetch()
-    try await control.waitForStart(2)
-    #expect(control.resolve(2))
-    #expect(try await second == [2, 7])
-    #expect(other.loadStatus == .loaded)
-    #expect(other.content == 3)
-  }
-
-  @Test func aZipWhoseRefreshIsUndoneBeforeItIsHandedTheContentStillShowsIt() async throws {
-    let control = ControlledLoad<Int>()
-    let source = control.makeLoadable()
-    let fixed = AsyncLoadable<Int> { 7 }
-    let view = zip([source, fixed])
-    let top = view.map { $0[0] + $0[1] }
-    async let first = top.fetch()
-    try await control.waitForStart(1)
-    #expect(control.resolve(1))
-    #expect(try await first == 8)
-
-    let armed = Atomic<Bool>(false)
-    let seenInTheWindow = Mutex<LoadStatus?>(nil)
-    let observation = source.observeLoadStatus { status in
-      guard status == .loaded, armed.exchange(false, ordering: .acquiringAndReleasing) else { return }
-      seenInTheWindow.withLock { $0 = view.loadStatus }
-      top.cancelLoad()
-    }
-    let refresh = Task { try await top.fetch() }
-    try await control.waitForStart(2)
-    armed.store(true, ordering: .releasing)
-    #expect(control.resolve(2))
-    await #expect(throws: CancellationError.self) { try await refresh.value }
-    #expect(seenInTheWindow.withLock { $0 } == .loading)
-    #expect(view.loadStatus == .loaded)
-    #expect(view.content == [2, 7])
-    observation.cancel()
+    #expect(view.content == shape.content(2))
+    window.cancel()
   }
 
   // A view's attempt undone before its driver was attached (the second review of 750d81e): its
@@ -143,28 +134,24 @@ struct LiveViewHandedDeliveryTests {
       try await gate.operation()
       return try await view.fetch() + 1
     }
-    let armed = Atomic<Bool>(false)
-    let done = Atomic<Bool>(false)
     let viewStatusInTheWindow = Mutex<LoadStatus?>(nil)
-    let observation = source.observeLoadStatus { status in
-      guard status == .loading, armed.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    let window = StatusWindow(on: source, hearing: .loading) {
       top.cancelLoad()  // undoes the view's refresh, which only `top` wanted
       viewStatusInTheWindow.withLock { $0 = view.loadStatus }
       source.perform(source.withState { $0.write(ContentBox(2)) }.effects)
-      done.store(true, ordering: .releasing)
     }
     let run = Task { try await top.fetch() }
     try await gate.waitForStart(1)
-    armed.store(true, ordering: .releasing)
+    window.arm()
     #expect(gate.resolve(()))
     await #expect(throws: CancellationError.self) { try await run.value }
-    await eventually { done.load(ordering: .acquiring) }
+    await eventually { window.ran }
     #expect(viewStatusInTheWindow.withLock { $0 } == .loaded)
     #expect(source.loadStatus == .loaded && source.content == 2)
     #expect(view.loadStatus == .loaded)
     #expect(view.content == 20)
     #expect(view.needsSync == false)
-    observation.cancel()
+    window.cancel()
   }
 
   /// The same through the public API only: a `ContentLoader` key as the source, written with
@@ -184,25 +171,21 @@ struct LiveViewHandedDeliveryTests {
       try await gate.operation()
       return try await view.fetch()
     }
-    let armed = Atomic<Bool>(false)
-    let done = Atomic<Bool>(false)
-    let observation = source.observeLoadStatus { status in
-      guard status == .loading, armed.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    let window = StatusWindow(on: source, hearing: .loading) {
       top.cancelLoad()
       loader.set("two", version: 2, for: 1)
-      done.store(true, ordering: .releasing)
     }
     let run = Task { try await top.fetch() }
     try await gate.waitForStart(1)
-    armed.store(true, ordering: .releasing)
+    window.arm()
     #expect(gate.resolve(()))
     await #expect(throws: CancellationError.self) { try await run.value }
-    await eventually { done.load(ordering: .acquiring) }
+    await eventually { window.ran }
     #expect(source.content == "two")
     #expect(view.loadStatus == .loaded)
     #expect(view.content == "two!")
     #expect(view.needsSync == false)
-    observation.cancel()
+    window.cancel()
   }
 
   /// The same for a `zip` (its wait is a group's, `LoadWaiter.dependent`). Its other input's
@@ -230,25 +213,21 @@ struct LiveViewHandedDeliveryTests {
       try await gate.operation()
       return try await view.fetch()[0]
     }
-    let armed = Atomic<Bool>(false)
-    let done = Atomic<Bool>(false)
-    let observation = source.observeLoadStatus { status in
-      guard status == .loading, armed.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    let window = StatusWindow(on: source, hearing: .loading) {
       top.cancelLoad()
       source.perform(source.withState { $0.write(ContentBox(2)) }.effects)
-      done.store(true, ordering: .releasing)
     }
     let run = Task { try await top.fetch() }
     try await gate.waitForStart(1)
-    armed.store(true, ordering: .releasing)
+    window.arm()
     #expect(gate.resolve(()))
     await #expect(throws: CancellationError.self) { try await run.value }
-    await eventually { done.load(ordering: .acquiring) }
+    await eventually { window.ran }
     #expect(source.content == 2)
     #expect(view.loadStatus == .loaded)
     #expect(view.content == [2, 7])
     #expect(otherControl.resolve(7))
     _ = try await otherRefresh.value
-    observation.cancel()
+    window.cancel()
   }
 }
