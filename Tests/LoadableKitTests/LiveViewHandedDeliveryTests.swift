@@ -3,8 +3,8 @@ import LoadableKitTesting
 import Synchronization
 import Testing
 
-// Issue 28: a `map` whose attempt is its source's attempt's one waiter is handed the source's new
-// content by the resume phase, and is not also told of it as a live view
+// Issue 28: a view (`map`, `zip`) whose running attempt is its source's attempt's one waiter is
+// handed the source's new content by the resume phase, and is not also told of it as a live view
 // (`AsyncLoadable.notifyContentListeners(except:)`). These pin what must still be told.
 
 /// A status observer on `source` whose `body` runs once: the first time the source reports
