@@ -108,11 +108,13 @@ trap 'echo "interrupted" >&2; exit 130' INT TERM
 
 # Copies the working tree (not .git, not build directories) into the scratch directory, keeping
 # its .build, and makes it a repository of its own, so that `git checkout` and `git apply` there
-# never touch this repository.
+# never touch this repository. The files are extracted with the time of the copy (`-m`), not their
+# own: a file last edited before the kept .build's last mutant was built is older than the object
+# that mutant left, and the build took that object, mutated, for current.
 sync_scratch() {
   find "$scratch" -mindepth 1 -maxdepth 1 ! -name .build ! -name .mutation-logs -exec rm -rf {} +
   tar -C "$root" --exclude=./.git --exclude='./.build*' --exclude='*/.build' --exclude=./.swiftpm \
-    --exclude='*/.swiftpm' -cf - . | tar -C "$scratch" -xf -
+    --exclude='*/.swiftpm' -cf - . | tar -C "$scratch" -m -xf -
   mkdir -p "$logs"
   git_s init -q &&
     echo "/.mutation-logs/" >>"$scratch/.git/info/exclude" &&

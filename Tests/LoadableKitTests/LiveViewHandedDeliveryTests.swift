@@ -11,6 +11,7 @@ import Testing
 /// `status` after ``arm()`` — user code at that point of the source's work.
 final class StatusWindow: Sendable {
   private let armed = Atomic<Bool>(false)
+  private let began = Atomic<Bool>(false)
   private let done = Atomic<Bool>(false)
   private let observation = Mutex<LoadObservation?>(nil)
 
@@ -18,6 +19,7 @@ final class StatusWindow: Sendable {
     // Holds the window until `cancel()`.
     let observation = source.observeLoadStatus { heard in
       guard heard == status, self.armed.exchange(false, ordering: .acquiringAndReleasing) else { return }
+      self.began.store(true, ordering: .releasing)
       body()
       self.done.store(true, ordering: .releasing)
     }
@@ -25,8 +27,18 @@ final class StatusWindow: Sendable {
   }
 
   func arm() { armed.store(true, ordering: .releasing) }
-  /// Whether `body` has run (and returned).
-  var ran: Bool { done.load(ordering: .acquiring) }
+
+  /// Waits, bounded, until `body` has returned, when it has begun; fails the test when it never
+  /// began, at once: a window that never opens (the bug a test looks for) must not keep a thread of
+  /// the pool yielding until the bound.
+  func waitUntilRun(sourceLocation: SourceLocation = #_sourceLocation) async {
+    guard began.load(ordering: .acquiring) else {
+      Issue.record("the window never opened", sourceLocation: sourceLocation)
+      return
+    }
+    await eventually(200_000, timeout: .seconds(20), { done.load(ordering: .acquiring) }, sourceLocation: sourceLocation)
+  }
+
   func cancel() { observation.withLock { $0 }?.cancel() }
 }
 
@@ -104,7 +116,7 @@ struct LiveViewHandedDeliveryTests {
     window.arm()
     #expect(control.resolve(2))
     await #expect(throws: CancellationError.self) { try await refresh.value }
-    await eventually { window.ran }
+    await window.waitUntilRun()
     #expect(seenInTheWindow.withLock { $0 } == .loading)
     #expect(source.content == 2)
     #expect(view.loadStatus == .loaded)
@@ -145,7 +157,7 @@ struct LiveViewHandedDeliveryTests {
     window.arm()
     #expect(gate.resolve(()))
     await #expect(throws: CancellationError.self) { try await run.value }
-    await eventually { window.ran }
+    await window.waitUntilRun()
     #expect(viewStatusInTheWindow.withLock { $0 } == .loaded)
     #expect(source.loadStatus == .loaded && source.content == 2)
     #expect(view.loadStatus == .loaded)
@@ -180,7 +192,7 @@ struct LiveViewHandedDeliveryTests {
     window.arm()
     #expect(gate.resolve(()))
     await #expect(throws: CancellationError.self) { try await run.value }
-    await eventually { window.ran }
+    await window.waitUntilRun()
     #expect(source.content == "two")
     #expect(view.loadStatus == .loaded)
     #expect(view.content == "two!")
@@ -222,7 +234,7 @@ struct LiveViewHandedDeliveryTests {
     window.arm()
     #expect(gate.resolve(()))
     await #expect(throws: CancellationError.self) { try await run.value }
-    await eventually { window.ran }
+    await window.waitUntilRun()
     #expect(source.content == 2)
     #expect(view.loadStatus == .loaded)
     #expect(view.content == [2, 7])
