@@ -115,7 +115,7 @@ struct LiveViewHandedDeliveryTests {
     try await control.waitForStart(2)
     window.arm()
     #expect(control.resolve(2))
-    await #expect(throws: CancellationError.self) { try await refresh.value }
+    await #expect(throws: CancellationError.self) { try await refresh.outcome }
     await window.waitUntilRun()
     #expect(seenInTheWindow.withLock { $0 } == .loading)
     #expect(source.content == 2)
@@ -156,7 +156,7 @@ struct LiveViewHandedDeliveryTests {
     try await gate.waitForStart(1)
     window.arm()
     #expect(gate.resolve(()))
-    await #expect(throws: CancellationError.self) { try await run.value }
+    await #expect(throws: CancellationError.self) { try await run.outcome }
     await window.waitUntilRun()
     #expect(viewStatusInTheWindow.withLock { $0 } == .loaded)
     #expect(source.loadStatus == .loaded && source.content == 2)
@@ -191,7 +191,7 @@ struct LiveViewHandedDeliveryTests {
     try await gate.waitForStart(1)
     window.arm()
     #expect(gate.resolve(()))
-    await #expect(throws: CancellationError.self) { try await run.value }
+    await #expect(throws: CancellationError.self) { try await run.outcome }
     await window.waitUntilRun()
     #expect(source.content == "two")
     #expect(view.loadStatus == .loaded)
@@ -233,13 +233,13 @@ struct LiveViewHandedDeliveryTests {
     try await gate.waitForStart(1)
     window.arm()
     #expect(gate.resolve(()))
-    await #expect(throws: CancellationError.self) { try await run.value }
+    await #expect(throws: CancellationError.self) { try await run.outcome }
     await window.waitUntilRun()
     #expect(source.content == 2)
     #expect(view.loadStatus == .loaded)
     #expect(view.content == [2, 7])
     #expect(otherControl.resolve(7))
-    _ = try await otherRefresh.value
+    _ = try await otherRefresh.outcome
     window.cancel()
   }
 }
