@@ -52,19 +52,9 @@ struct ContentListeners {
   private var firstObject: ObjectIdentifier?
   private var more: [UInt64: ContentListener] = [:]
 
-  /// Whether `view` is the one listener.
-  func isOnly(_ view: ObjectIdentifier) -> Bool { firstID != 0 && more.isEmpty && firstObject == view }
-
-  /// The views listening now: `one`, read strongly, when there is exactly one listener (a view
-  /// being freed reads as none); otherwise `several`, weakly, each read when it is told.
-  var targets: (one: (any ContentListening)?, several: [ContentListener]) {
-    if more.isEmpty { return (first.target, []) }
-    var several = Array(more.values)
-    if firstID != 0 { several.append(first) }
-    return (nil, several)
-  }
-
-  /// ``targets``, but none, and `handed` true, when `handed` is the one listener (see
+  /// The views to tell of a change: `one`, read strongly, when there is exactly one listener (a
+  /// view being freed reads as none); otherwise `several`, weakly, each read when it is told. None,
+  /// and `handed` true, when `handed` is the one listener (see
   /// ``AsyncLoadable/notifyContentListeners(except:)``).
   ///
   /// Mutating only so that it reads the listeners where they are: a structure holding a weak
@@ -73,10 +63,14 @@ struct ContentListeners {
   mutating func targets(
     except handed: ObjectIdentifier?
   ) -> (one: (any ContentListening)?, several: [ContentListener], handed: Bool) {
-    if firstID == 0 && more.isEmpty { return (nil, [], false) }
-    if let handed, isOnly(handed) { return (nil, [], true) }
-    let (one, several) = targets
-    return (one, several, false)
+    if more.isEmpty {
+      if firstID == 0 { return (nil, [], false) }
+      if let handed, firstObject == handed { return (nil, [], true) }
+      return (first.target, [], false)
+    }
+    var several = Array(more.values)
+    if firstID != 0 { several.append(first) }
+    return (nil, several, false)
   }
 
   mutating func add(_ listener: any ContentListening, id: UInt64) {
