@@ -74,9 +74,8 @@ final class DependencyGroup: AttemptDriver {
   }
 
   private let state: Mutex<State>
-  private let context: AttemptContext
   /// The context of the attempt that waits.
-  var waitingContext: AttemptContext { context }
+  let context: AttemptContext
   /// The dependencies waited for, by index: the caller's list itself when every node is waited
   /// for (no copy), else the ones that are.
   private let nodes: [any DependencyNode]

@@ -61,7 +61,7 @@ extension WaiterStore where Element == LoadWaiter {
     forEachEntry { waiter in
       switch waiter {
       case .source(let waiting): context = waiting
-      case .dependent(let group, _): context = group.waitingContext
+      case .dependent(let group, _): context = group.context
       case .task, .completion: break
       }
     }
