@@ -37,6 +37,75 @@ func whenFreed(_ object: () -> AnyObject?) async {
   while object() != nil { try? await Task.sleep(for: .milliseconds(2)) }
 }
 
+/// The map graph's baseline (Benchmarks' Graph.swift, `Memo` and `HandWrittenGraph`): each node
+/// behind a `Mutex`-protected in-flight `Task` or value, layers loaded by a task group.
+final class Memo<Value: Sendable>: Sendable {
+  private enum State {
+    case idle
+    case running(Task<Value, any Error>)
+    case done(Value)
+  }
+  private enum Next {
+    case value(Value)
+    case wait(Task<Value, any Error>)
+  }
+  private let state = Mutex(State.idle)
+
+  func value(_ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+    let next = state.withLock { state -> Next in
+      switch state {
+      case .done(let value): return .value(value)
+      case .running(let task): return .wait(task)
+      case .idle:
+        let task = Task { try await operation() }
+        state = .running(task)
+        return .wait(task)
+      }
+    }
+    switch next {
+    case .value(let value): return value
+    case .wait(let task):
+      let value = try await task.value
+      state.withLock { $0 = .done(value) }
+      return value
+    }
+  }
+}
+
+final class MemoGraph: Sendable {
+  private let portalMemo = Memo<Int>()
+  private let itemMemos = (0..<50).map { _ in Memo<Int>() }
+  private let tableMemos = (0..<50).map { _ in Memo<Int>() }
+  private let layerMemos = (0..<50).map { _ in Memo<Int>() }
+  private let mapMemo = Memo<Int>()
+
+  func portal() async throws -> Int { try await portalMemo.value { 1_000 } }
+  func item(_ index: Int) async throws -> Int {
+    try await itemMemos[index].value { [self] in try await portal() + index }
+  }
+  func table(_ index: Int) async throws -> Int {
+    try await tableMemos[index].value { [self] in
+      _ = try await item(index)
+      return index
+    }
+  }
+  func layer(_ index: Int) async throws -> Int {
+    try await layerMemos[index].value { [self] in
+      async let table = table(index)
+      async let item = item(index)
+      return try await table + item
+    }
+  }
+  func map() async throws -> Int {
+    try await mapMemo.value { [self] in
+      try await withThrowingDiscardingTaskGroup { group in
+        for index in 0..<50 { group.addTask { _ = try await self.layer(index) } }
+      }
+      return -1
+    }
+  }
+}
+
 // A synchronous main that blocks on a semaphore: valgrind 3.19 crashes on an `async` main, whose
 // main thread parks in dispatch_main.
 let arguments = CommandLine.arguments.dropFirst()
@@ -327,12 +396,31 @@ case "graph":
     }
     try await map.load()
   }
+case "graph-unloaded":
+  // The map graph built and released without a load: `graph` minus this is the load alone.
+  for _ in 0..<count {
+    let portal = AsyncLoadable<Int> { 1_000 }
+    let map = AsyncLoadable<Int> { -1 }
+    for index in 0..<50 {
+      let item = portal.flatMap { info in AsyncLoadable<Int> { info + index } }
+      let table = AsyncLoadable<Int> { index }
+      table.addDependency(item)
+      map.addDependency(zip(table, item).map { $0 + $1 })
+    }
+    consume(map)
+  }
+case "memograph":
+  // The map graph's baseline, written by hand (Benchmarks' Graph.swift): built and loaded.
+  for _ in 0..<count {
+    let value = try await MemoGraph().map()
+    precondition(value == -1)
+  }
 case "progress":
   let job = Job(ProgressWork(count: count))
   job.start()
   let output = try await job.output
   precondition(output == count)
 default:
-  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip|claim|keys|graph|progress [count] [victims]")
+  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip|claim|keys|graph|graph-unloaded|memograph|progress [count] [victims]")
 }
 }

@@ -1,5 +1,7 @@
 // An attempt without a task that has one source (a `map`'s, a `zip` of one): its one waiter on the
-// source's attempt, kept by the attempt's context, which is also the attempt's driver.
+// source's attempt, kept by the attempt's context, which is also the attempt's driver. A `flatMap`'s
+// attempt waits so twice, one wait after the other: for its source, then for the loadable its
+// transform returned.
 //
 // It is a ``DependencyGroup`` of one node without the group: the same rules (the edge of the
 // wait-for graph recorded and checked before the wait begins, and ended before the outcome is
@@ -66,12 +68,24 @@ extension AttemptContext {
     }
     let waiterID = nextUniqueID()
     var wait = SourceWait(sourceID: ObjectIdentifier(source), waiterID: waiterID, finish: (attempt, probe))
-    // Nothing arrives before the waiter joins: the flag is set before anyone can read it. (No
-    // cancel comes before this returns either: the context becomes the attempt's driver after.)
-    AttemptContext.outside {
+    // Nothing arrives before the waiter joins: the flag is set before anyone can read it. A `map`'s
+    // wait is begun before the context becomes the attempt's driver, so no cancel comes first; a
+    // `flatMap`'s second wait is begun while it is the driver, so a cancel that came first (and
+    // found no wait to withdraw) is found here, in the lock that installs the wait.
+    let begun = AttemptContext.outside { () -> Bool in
       wait.ranked = source.callerWillWait(self)
-      state.withLock(owner: self) { $0.sourceWait = wait }
-      source.joinAsDependent(request, from: self, waiterID: waiterID, waiter: .source(self))
+      let begun = state.withLock(owner: self) { state -> Bool in
+        if state.cancelled { return false }
+        state.sourceWait = wait
+        return true
+      }
+      if begun { source.joinAsDependent(request, from: self, waiterID: waiterID, waiter: .source(self)) }
+      return begun
+    }
+    guard begun else {
+      if wait.ranked { source.callerStoppedWaiting(self) }
+      endWait(on: source)
+      return decided(.failure(CancellationError()))
     }
     return self
   }
@@ -100,8 +114,8 @@ extension AttemptContext {
 }
 
 extension AttemptContext: AttemptDriver {
-  /// The attempt was cancelled: the outcome is `CancellationError`, decided now, and the wait is
-  /// withdrawn first (the source resumes the waiter, which then only ends the edge). An answer
+  /// The attempt was cancelled: the outcome is `CancellationError`, decided now (or, with no wait
+  /// pending, when the next one would begin), and the wait is withdrawn first (the source resumes the waiter, which then only ends the edge). An answer
   /// already on its way — the source's attempt ended and is still telling its observers — arrives
   /// after the decision and is dropped, as a group drops it: the transform does not run for an
   /// attempt that was cancelled.
@@ -109,6 +123,7 @@ extension AttemptContext: AttemptDriver {
     typealias Decided = (source: any DependencyNode, waiterID: UInt64, finish: Finish)
     // Read in place, not copied: a copy of the wait would be released in the lock.
     let decided = state.withLock(owner: self) { state -> Decided? in
+      state.cancelled = true
       guard state.sourceWait?.finish != nil, let sourceID = state.sourceWait?.sourceID,
         let source = state.waitedNode(sourceID)
       else { return nil }

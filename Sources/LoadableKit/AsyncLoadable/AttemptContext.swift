@@ -115,6 +115,9 @@ final class AttemptContext: Sendable {
     /// The one wait of an attempt without a task that has one source (a `map`'s), while it is
     /// pending: see `AttemptContext+SourceWait.swift`. Its edge is ``firstWait``.
     var sourceWait: SourceWait?
+    /// The attempt was cancelled (its driver's ``cancel()``): a wait begun after that is not
+    /// begun (a `flatMap`'s second wait, for the loadable its transform returned).
+    var cancelled = false
 
     /// Whether `id` received the intent.
     func hasClaimed(_ id: ObjectIdentifier) -> Bool {

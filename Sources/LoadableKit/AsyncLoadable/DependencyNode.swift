@@ -56,6 +56,11 @@ extension AsyncLoadable: DependencyNode {
     state.withLock(owner: self) { $0.attempt?.context }
   }
 
+  /// This loadable as a node of the wait-for graph, made in its own class's code: made in a generic
+  /// caller's, the existential looked up `AsyncLoadable<T>`'s metadata at run time (a `flatMap`'s
+  /// inner loadable, an attempt).
+  final var asDependencyNode: any DependencyNode { self }
+
   func immediateAnswer(to request: LoadRequest) -> Result<LoadDelivery, any Error>? {
     let needsSync = request.asksNeedsSync ? self.needsSync : false
     return withState { $0.immediate(request, needsSync: needsSync) }

@@ -127,6 +127,23 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   final var derivedVersions: [UInt64] { Array(derivedFrom.withLock(owner: self) { $0.sources }) }
 
   /// Forgets which source versions the content was derived from (none is newer than 0).
+  /// Starts `attempt` without a task (see `CombinedLoadable.launchWithoutTask(_:probe:)`, and a
+  /// `flatMap`'s): its context, published as the running attempt's, or `nil` when it must run on a
+  /// task — the sources are not its only declared dependencies, it has load options, or the gate
+  /// is taken (an attempt's task is still running) — or it is no longer current.
+  final func beginWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> AttemptContext? {
+    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, onTask: false)
+    let sourceCount = sources.count
+    let begun = withState { state -> Bool in
+      guard state.attempt === attempt, state.extras?.settings?.options == nil,
+        (state.extras?.dependencies.count ?? 0) == sourceCount, state.tryEnterGate()
+      else { return false }
+      attempt.context = context
+      return true
+    }
+    return begun ? context : nil
+  }
+
   final func forgetDerivation() {
     derivedFrom.withLock(owner: self) { derivedFrom in
       for index in derivedFrom.sources.indices { derivedFrom.sources[index] = 0 }
@@ -250,16 +267,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
   /// sources. A chain starts and ends one level inside the other at most 32 times
   /// (``Trampoline``), then from the bottom of the stack.
   override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
-    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, onTask: false)
-    let sourceCount = sources.count
-    let begun = withState { state -> Bool in
-      guard state.attempt === attempt, state.extras?.settings?.options == nil,
-        (state.extras?.dependencies.count ?? 0) == sourceCount, state.tryEnterGate()
-      else { return false }
-      attempt.context = context
-      return true
-    }
-    guard begun else { return false }
+    guard let context = beginWithoutTask(attempt, probe: probe) else { return false }
     @Sendable func drive() { self.drive(attempt, context: context, probe: probe) }
     if !Trampoline.runHere(drive) { Trampoline.later(drive) }
     return true
