@@ -1,3 +1,4 @@
+import Dispatch
 @testable import LoadableKit
 import LoadableKitTesting
 import Synchronization
@@ -58,6 +59,49 @@ struct FlatMapWithoutTaskTests {
     await #expect(throws: CancellationError.self) { try await load.outcome }
     await eventually { inner.loadStatus == .notLoaded }
     #expect(inner.loadStatus == .notLoaded, "the inner attempt nobody wants any more kept loading")
+  }
+
+  /// A caller of higher priority who joins while the transform runs raises the attempt between
+  /// its two waits: the raise goes on to the second, the inner loadable's attempt (on a task, the
+  /// attempt's task was raised, and the inner load asked for from it).
+  @Test func aPriorityRaisedWhileTheTransformRunsReachesTheInnerLoad() async throws {
+    let seen = UpstreamDemandTests.Seen()
+    let sourceControl = ControlledLoad<Int>()
+    let source = sourceControl.makeLoadable()
+    let innerGate = ControlledLoad<Void>()
+    let inner = AsyncLoadable<Int> {
+      try await innerGate.operation()
+      await waitUntilRaised(to: .high)
+      seen.record("inner")
+      return 2
+    }
+    let inTransform = ControlledLoad<Void>()
+    let release = DispatchSemaphore(value: 0)
+    let view = source.flatMap { _ in
+      // Tell the test, then block until the high-priority caller has joined.
+      Task { try? await inTransform.operation() }
+      release.wait()
+      return inner
+    }
+    // The transform blocks the thread the source's attempt ends on: that attempt runs on a queue
+    // of its own, never on a thread of the cooperative pool.
+    let executor = QueueExecutor()
+    let low = Task(executorPreference: executor, priority: .background) {
+      try await TaskLaunch.$executor.withValue(executor) { try await view.load() }
+    }
+    try await sourceControl.waitForStart()
+    sourceControl.resolve(1)
+    try await inTransform.waitForStart()
+    let high = Task(priority: .high) { try await view.load() }
+    await eventually { view.waiterCount == 2 }
+    release.signal()
+    try await innerGate.waitForStart()
+    innerGate.resolve(())
+    try await high.outcome
+    try await low.outcome
+    #expect(view.content == 2)
+    let priority = try #require(seen["inner"])
+    #expect(priority >= .high, "the inner loadable ran at \(priority)")
   }
 
   /// The transform runs on no task of the caller's, even when the source is loaded and the

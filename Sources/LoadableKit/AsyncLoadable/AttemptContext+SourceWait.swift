@@ -72,10 +72,15 @@ extension AttemptContext {
     // wait is begun before the context becomes the attempt's driver, so no cancel comes first; a
     // `flatMap`'s second wait is begun while it is the driver, so a cancel that came first (and
     // found no wait to withdraw) is found here, in the lock that installs the wait.
+    // Likewise a priority raised between a `flatMap`'s waits goes on to the second.
+    var raised = RawPriority.none
     let begun = AttemptContext.outside { () -> Bool in
       wait.ranked = source.callerWillWait(self)
       let begun = state.withLock(owner: self) { state -> Bool in
         if state.cancelled { return false }
+        raised = state.nextWaitPriority
+        state.nextWaitPriority = .none
+        wait.escalated = raised
         state.sourceWait = wait
         return true
       }
@@ -87,6 +92,7 @@ extension AttemptContext {
       endWait(on: source)
       return decided(.failure(CancellationError()))
     }
+    raised.ifSome { priority in Trampoline.run { source.escalateRunningAttempt(to: priority) } }
     return self
   }
 
@@ -135,14 +141,18 @@ extension AttemptContext: AttemptDriver {
       .failure(CancellationError()), attempt: decided.finish.attempt, context: self, probe: decided.finish.probe)
   }
 
-  /// Passes a raised priority on to the source while it is awaited, once per higher priority.
+  /// Passes a raised priority on to the source while it is awaited, once per higher priority;
+  /// between two waits (a `flatMap`'s), on to the next one when it begins.
   func escalate(to priority: TaskPriority) {
+    let raised = RawPriority(priority)
     let source = state.withLock(owner: self) { state -> (any DependencyNode)? in
-      guard state.sourceWait?.finish != nil, let sourceID = state.sourceWait?.sourceID,
-        RawPriority(priority) > state.sourceWait!.escalated
-      else { return nil }
-      state.sourceWait!.escalated = RawPriority(priority)
-      return state.waitedNode(sourceID)
+      guard state.sourceWait != nil else {
+        if raised > state.nextWaitPriority { state.nextWaitPriority = raised }
+        return nil
+      }
+      guard state.sourceWait!.finish != nil, raised > state.sourceWait!.escalated else { return nil }
+      state.sourceWait!.escalated = raised
+      return state.waitedNode(state.sourceWait!.sourceID)
     }
     guard let source else { return }
     Trampoline.run { source.escalateRunningAttempt(to: priority) }

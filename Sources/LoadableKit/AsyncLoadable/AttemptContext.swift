@@ -118,6 +118,9 @@ final class AttemptContext: Sendable {
     /// The attempt was cancelled (its driver's ``cancel()``): a wait begun after that is not
     /// begun (a `flatMap`'s second wait, for the loadable its transform returned).
     var cancelled = false
+    /// A priority raised while no wait was in progress (a `flatMap`'s attempt between its two
+    /// waits, while its transform runs): passed on to the next wait as it begins.
+    var nextWaitPriority = RawPriority.none
 
     /// Whether `id` received the intent.
     func hasClaimed(_ id: ObjectIdentifier) -> Bool {
