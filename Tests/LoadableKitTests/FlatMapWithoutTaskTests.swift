@@ -4,21 +4,41 @@ import LoadableKitTesting
 import Synchronization
 import Testing
 
-/// A `flatMap`'s attempt without a task of its own (#28): it waits for its source, runs the
-/// transform, then waits for the loadable the transform returned — and must behave as the attempt
-/// on a task did: a cancel reaches whichever wait is in progress, or keeps the second from
-/// beginning; the transform sees none of the caller's task-locals (SPEC §1); a cycle through the
-/// inner loadable fails.
+/// A `flatMap`'s attempt that a dependent started runs without a task of its own (#28): it waits
+/// for its source, runs the transform on a task of its own, then waits for the loadable the
+/// transform returned. It must behave as the attempt on a task does — which is what an attempt a
+/// caller started still runs on. So each test loads the `flatMap` both ways: by a caller (`view`
+/// itself) and by a dependent (a `map` over it).
+///
+/// Cancel reaches whichever wait is in progress, or keeps the second from beginning; the
+/// transform sees none of the task-locals of the caller or of whoever delivered the source's
+/// content (SPEC §1), and runs at the attempt's priority, raised by the callers who join; a
+/// cycle through the inner loadable fails. Several cases came from a second review of the first
+/// version (b1b369a), which broke them.
 @Suite("A flatMap without a task", .timeLimit(.minutes(1)))
 struct FlatMapWithoutTaskTests {
-  /// Holds the `flatMap` for its own transform to reach.
+  /// How the test loads the `flatMap`.
+  enum Loader: CaseIterable, CustomTestStringConvertible {
+    /// `view` itself: its attempt runs on a task.
+    case caller
+    /// A `map` over it: its attempt is a dependent's, without a task.
+    case dependent
+
+    var testDescription: String { self == .caller ? "by a caller" : "by a dependent" }
+
+    /// What the test calls `load()` on.
+    func top(of view: AsyncLoadable<Int>) -> AsyncLoadable<Int> { self == .caller ? view : view.map { $0 } }
+  }
+
+  /// Holds a loadable for a closure made before it.
   final class Holder: Sendable {
     let loadable = Mutex<AsyncLoadable<Int>?>(nil)
   }
 
   /// Cancelled after its source answered and while its transform runs, the attempt does not go on
   /// to load the loadable the transform returned: nothing waits for it, and nobody else wants it.
-  @Test func aCancelWhileTheTransformRunsKeepsTheInnerLoadFromStarting() async throws {
+  @Test(arguments: Loader.allCases)
+  func aCancelWhileTheTransformRunsKeepsTheInnerLoadFromStarting(loader: Loader) async throws {
     let sourceControl = ControlledLoad<Int>()
     let source = sourceControl.makeLoadable()
     let innerControl = ControlledLoad<Int>()
@@ -29,7 +49,8 @@ struct FlatMapWithoutTaskTests {
       return inner
     }
     holder.loadable.withLock { $0 = view }
-    let load = Task { try await view.load() }
+    let top = loader.top(of: view)
+    let load = Task { try await top.load() }
     try await sourceControl.waitForStart()
     sourceControl.resolve(1)
     await #expect(throws: CancellationError.self) { try await load.outcome }
@@ -41,14 +62,15 @@ struct FlatMapWithoutTaskTests {
   /// Cancelled while it waits for the inner loadable, the attempt withdraws that wait, and the
   /// inner attempt, which only it wanted, is undone — whether the source answered at once (already
   /// loaded) or later.
-  @Test(arguments: [true, false])
-  func aCancelWhileItWaitsForTheInnerLoadableUndoesThatLoad(sourceLoaded: Bool) async throws {
+  @Test(arguments: Loader.allCases, [true, false])
+  func aCancelWhileItWaitsForTheInnerLoadableUndoesThatLoad(loader: Loader, sourceLoaded: Bool) async throws {
     let sourceControl = ControlledLoad<Int>()
     let source = sourceLoaded ? AsyncLoadable(content: 1) : sourceControl.makeLoadable()
     let innerControl = ControlledLoad<Int>()
     let inner = innerControl.makeLoadable()
     let view = source.flatMap { _ in inner }
-    let load = Task { try await view.load() }
+    let top = loader.top(of: view)
+    let load = Task { try await top.load() }
     if !sourceLoaded {
       try await sourceControl.waitForStart()
       sourceControl.resolve(1)
@@ -61,16 +83,90 @@ struct FlatMapWithoutTaskTests {
     #expect(inner.loadStatus == .notLoaded, "the inner attempt nobody wants any more kept loading")
   }
 
-  /// A caller of higher priority who joins while the transform runs raises the attempt between
-  /// its two waits: the raise goes on to the second, the inner loadable's attempt (on a task, the
-  /// attempt's task was raised, and the inner load asked for from it).
-  @Test func aPriorityRaisedWhileTheTransformRunsReachesTheInnerLoad() async throws {
-    let seen = UpstreamDemandTests.Seen()
+  /// An inner loadable whose `needsSync` cancels the `flatMap` when it is read the second time in
+  /// one request: without a task, that read comes as the second wait's waiter joins, after the
+  /// wait was installed.
+  final class HookedInner: AsyncLoadable<Int>, @unchecked Sendable {
+    let control: ControlledLoad<Int>
+    let reads = Counter()
+    let hook = Mutex<(@Sendable (Int) -> Void)?>(nil)
+    init(control: ControlledLoad<Int>) {
+      self.control = control
+      super.init()
+    }
+    override var needsSync: Bool {
+      hook.withLock { $0 }?(reads.increment())
+      return super.needsSync
+    }
+    override func performLoad() async throws -> Int { try await control.operation() }
+  }
+
+  /// A cancel that comes while the second wait's waiter joins the inner loadable (the wait is
+  /// installed, the waiter not yet added) still withdraws that waiter once it is: the inner
+  /// attempt, which only the cancelled `flatMap` wanted, is undone. (From the review: the cancel
+  /// found no waiter to withdraw, and the inner load ran on.) On a task the second read never
+  /// comes, and the cancel is made once the inner loads: the case above.
+  @Test(arguments: Loader.allCases)
+  func aCancelWhileTheInnerWaitJoinsStillUndoesTheInnerAttempt(loader: Loader) async throws {
     let sourceControl = ControlledLoad<Int>()
     let source = sourceControl.makeLoadable()
-    let innerGate = ControlledLoad<Void>()
+    let innerControl = ControlledLoad<Int>()
+    let inner = HookedInner(control: innerControl)
+    let view = source.flatMap { _ in inner }
+    let hookCancelled = Mutex(false)
+    inner.hook.withLock {
+      $0 = { read in
+        guard read == 2 else { return }
+        hookCancelled.withLock { $0 = true }
+        view.cancelLoad()
+      }
+    }
+    let top = loader.top(of: view)
+    let load = Task { try await top.fetchIfNeeded() }
+    try await sourceControl.waitForStart()
+    sourceControl.resolve(1)
+    // Without a task the hook cancels as the waiter joins (the inner attempt is then undone before
+    // or after its task starts); on a task the cancel is made once the inner loads.
+    await eventually { hookCancelled.withLock { $0 } || innerControl.startCount > 0 }
+    if !hookCancelled.withLock({ $0 }) { view.cancelLoad() }
+    await #expect(throws: CancellationError.self) { try await load.outcome }
+    await eventually { inner.loadStatus == .notLoaded }
+    #expect(inner.loadStatus == .notLoaded, "the inner attempt only the cancelled flatMap wanted kept running")
+    #expect(innerControl.pendingCount == 0)
+    inner.hook.withLock { $0 = nil }
+  }
+
+  /// Asked if needed, an inner loadable that is refreshing answers at once with the content it
+  /// has, as a request if needed does (SPEC §1). (From the review: the second wait took it for a
+  /// source, and waited for the refresh.)
+  @Test(arguments: Loader.allCases)
+  func ifNeededTheInnersContentIsTakenAtOnceWhileItRefreshes(loader: Loader) async throws {
+    let innerControl = ControlledLoad<Int>()
+    let inner = innerControl.makeLoadable()
+    inner.sync()
+    try await innerControl.waitForStart()
+    innerControl.resolve(10)
+    await eventually { inner.loadStatus == .loaded }
+    inner.sync()  // a refresh; its content, 10, is kept meanwhile
+    try await innerControl.waitForStart(2)
+    #expect(inner.loadStatus == .loading && !inner.needsSync)
+    let view = AsyncLoadable(content: 1).flatMap { _ in inner }
+    let top = loader.top(of: view)
+    let fetch = Task { try await top.fetchIfNeeded() }
+    #expect(try await fetch.outcome == 10)
+    #expect(view.content == 10)
+    innerControl.resolve(20)
+  }
+
+  /// A caller of higher priority who joins while the transform runs raises the attempt between
+  /// its two waits: the raise goes on to the second, the inner loadable's attempt. (On a task, the
+  /// attempt's task is raised, and the inner load is asked for from it.)
+  @Test(arguments: Loader.allCases, [true, false])
+  func aPriorityRaisedWhileTheTransformRunsReachesTheInnerLoad(loader: Loader, sourceLoaded: Bool) async throws {
+    let seen = UpstreamDemandTests.Seen()
+    let sourceControl = ControlledLoad<Int>()
+    let source = sourceLoaded ? AsyncLoadable(content: 1) : sourceControl.makeLoadable()
     let inner = AsyncLoadable<Int> {
-      try await innerGate.operation()
       await waitUntilRaised(to: .high)
       seen.record("inner")
       return 2
@@ -83,73 +179,134 @@ struct FlatMapWithoutTaskTests {
       release.wait()
       return inner
     }
-    // The transform blocks the thread the source's attempt ends on: that attempt runs on a queue
-    // of its own, never on a thread of the cooperative pool.
+    let top = loader.top(of: view)
+    // The transform blocks the thread it runs on: the loads run on a queue of their own, never on
+    // a thread of the cooperative pool.
     let executor = QueueExecutor()
     let low = Task(executorPreference: executor, priority: .background) {
-      try await TaskLaunch.$executor.withValue(executor) { try await view.load() }
+      try await TaskLaunch.$executor.withValue(executor) { try await top.load() }
     }
-    try await sourceControl.waitForStart()
-    sourceControl.resolve(1)
+    if !sourceLoaded {
+      try await sourceControl.waitForStart()
+      sourceControl.resolve(1)
+    }
     try await inTransform.waitForStart()
-    let high = Task(priority: .high) { try await view.load() }
-    await eventually { view.waiterCount == 2 }
+    let high = Task(priority: .high) { try await top.load() }
+    await eventually { top.waiterCount == 2 }
     release.signal()
-    try await innerGate.waitForStart()
-    innerGate.resolve(())
     try await high.outcome
     try await low.outcome
-    #expect(view.content == 2)
+    #expect(top.content == 2)
     let priority = try #require(seen["inner"])
     #expect(priority >= .high, "the inner loadable ran at \(priority)")
   }
 
+  /// The source's content delivered by somebody's synchronous call (a `ContentLoader` key
+  /// written): the transform does not run inside that call — none of the writer's task-locals —
+  /// and the inner load runs at the attempt's priority, not the writer's. (From the review.)
+  @Test(arguments: Loader.allCases)
+  func aWriteToAKeyedSourceDoesNotRunTheTransformInTheWritersCall(loader: Loader) async throws {
+    let seen = UpstreamDemandTests.Seen()
+    let traces = Recorder<String>()
+    let control = ControlledLoad<Int>()
+    let keys = ContentLoader<String, Int, Int> { _ in
+      let value = try await control.operation()
+      return (value, value)
+    }
+    let source = keys.loadable(for: "k")
+    let inner = AsyncLoadable<Int> {
+      await waitUntilRaised(to: .high)
+      seen.record("inner")
+      return 2
+    }
+    let view = source.flatMap { _ in
+      traces.append(CallerTrace.id ?? "none")
+      return inner
+    }
+    let top = loader.top(of: view)
+    let load = Task(priority: .high) { try await top.load() }
+    try await control.waitForStart()
+    await Task(priority: .background) {
+      CallerTrace.$id.withValue("writer") { _ = keys.set(1, version: 1, for: "k") }
+    }.value
+    try await load.outcome
+    #expect(view.content == 2)
+    #expect(traces.values == ["none"], "the transform ran inside the writer's call, with its task-locals")
+    let priority = try #require(seen["inner"])
+    #expect(priority >= .high, "the inner loadable ran at \(priority), the writer's priority")
+  }
+
   /// The transform runs on no task of the caller's, even when the source is loaded and the
   /// attempt could have gone on inside the call that started it.
-  @Test(arguments: [true, false])
-  func theTransformSeesNoTaskLocalOfTheCaller(joined: Bool) async throws {
+  @Test(arguments: Loader.allCases, [false, true])
+  func theTransformSeesNoTaskLocalOfTheCaller(loader: Loader, joined: Bool) async throws {
     let seen = Recorder<String>()
     let source = AsyncLoadable(content: 1)
     let inner = AsyncLoadable(content: 2)
-    if joined {
-      let view = source.joined { _ in
+    let view: AsyncLoadable<Int> =
+      joined
+      ? source.joined { _ in
+        seen.append(CallerTrace.id ?? "none")
+        return inner
+      }.map { $0.0 + $0.1 }
+      : source.flatMap { _ in
         seen.append(CallerTrace.id ?? "none")
         return inner
       }
-      try await CallerTrace.$id.withValue("load") { try await view.load() }
-      #expect(view.content?.0 == 1 && view.content?.1 == 2)
-    } else {
-      let view = source.flatMap { _ in
-        seen.append(CallerTrace.id ?? "none")
-        return inner
-      }
-      try await CallerTrace.$id.withValue("load") { try await view.load() }
-      #expect(view.content == 2)
-    }
+    let top = loader.top(of: view)
+    try await CallerTrace.$id.withValue("load") { try await top.load() }
+    #expect(top.content == (joined ? 3 : 2))
     #expect(seen.values == ["none"])
   }
 
   /// The loadable the transform returned waits for the `flatMap` itself: the second wait closes a
   /// cycle, and both fail with ``LoadableError/dependencyCycle`` instead of waiting for each other.
-  @Test func anInnerLoadableThatWaitsForTheFlatMapIsACycle() async throws {
+  @Test(arguments: Loader.allCases)
+  func anInnerLoadableThatWaitsForTheFlatMapIsACycle(loader: Loader) async throws {
     let source = AsyncLoadable { 1 }
     let holder = Holder()  // the inner loadable, reached weakly enough to be freed afterwards
     let view = source.flatMap { _ in holder.loadable.withLock { $0 }! }
     let inner = AsyncLoadable { 2 }
     inner.addDependency(view)
     holder.loadable.withLock { $0 = inner }
-    await #expect(throws: LoadableError.dependencyCycle) { try await view.load() }
+    let top = loader.top(of: view)
+    let load = Task { try await top.load() }
+    await #expect(throws: LoadableError.dependencyCycle) { try await load.outcome }
     #expect(inner.loadStatus == .failed)
     holder.loadable.withLock { $0 = nil }
   }
 
-  /// The source's failure and the transform's error end the attempt, as on a task.
-  @Test func theSourcesFailureAndTheTransformsErrorEndTheAttempt() async throws {
+  /// The source's failure, the transform's error and the inner loadable's failure end the
+  /// attempt, as on a task.
+  @Test(arguments: Loader.allCases)
+  func theSourcesFailureAndTheTransformsErrorEndTheAttempt(loader: Loader) async throws {
     let failing = AsyncLoadable<Int> { throw Boom(code: 1) }.flatMap { _ in AsyncLoadable(content: 2) }
-    await #expect(throws: Boom(code: 1)) { try await failing.load() }
+    await #expect(throws: Boom(code: 1)) { try await loader.top(of: failing).load() }
     let throwing = AsyncLoadable { 1 }.flatMap { _ -> AsyncLoadable<Int> in throw Boom(code: 2) }
-    await #expect(throws: Boom(code: 2)) { try await throwing.load() }
+    await #expect(throws: Boom(code: 2)) { try await loader.top(of: throwing).load() }
     let innerFails = AsyncLoadable { 1 }.flatMap { _ in AsyncLoadable<Int> { throw Boom(code: 3) } }
-    await #expect(throws: Boom(code: 3)) { try await innerFails.load() }
+    await #expect(throws: Boom(code: 3)) { try await loader.top(of: innerFails).load() }
+  }
+
+  /// A cancel from the source's observer, before the attempt has a driver: the completion handler
+  /// of the call that started it runs after that call returned (SPEC §1). (From the review: begun
+  /// without a task, inside the call, the attempt ended there. An attempt a caller starts runs on
+  /// a task again.)
+  @Test func aCancelFromASourceObserverDoesNotCallTheCompletionInsideTheCall() async throws {
+    let sourceControl = ControlledLoad<Int>()
+    let source = sourceControl.makeLoadable()
+    let view = source.flatMap { _ in AsyncLoadable(content: 2) }
+    let observation = source.observeLoadStatus { status in
+      if status == .loading { view.cancelLoad() }
+    }
+    let calls = Recorder<String>()
+    CallerTrace.$id.withValue("inside") {
+      view.load { error in calls.append("\(CallerTrace.id ?? "outside") \(error.map { "\(type(of: $0))" } ?? "nil")") }
+    }
+    await eventually { calls.count == 1 }
+    #expect(calls.values == ["outside CancellationError"])
+    observation.cancel()
+    await eventually { source.loadStatus != .loading }
+    sourceControl.resolve(1)
   }
 }

@@ -40,8 +40,13 @@ extension AttemptContext {
   /// source's delivery or its failure, after the locks are released (at once, on this thread, when
   /// the source answers without a wait). Returns the context, the attempt's driver while the wait
   /// lasts, or `nil` when it was decided at once.
+  ///
+  /// `ofInnerLoadable`: the wait of a `flatMap`'s attempt for the loadable its transform returned,
+  /// begun while the context is already the attempt's driver. That loadable's answer at once is
+  /// taken as a request's is (content while it refreshes, for a request if needed), and a cancel
+  /// that comes while the waiter joins withdraws it once it has.
   func beginSourceWait(
-    on source: any DependencyNode, for attempt: RunningAttempt, probe: AttemptProbe?
+    on source: any DependencyNode, for attempt: RunningAttempt, probe: AttemptProbe?, ofInnerLoadable: Bool = false
   ) -> AttemptContext? {
     func decided(_ outcome: DependencyGroup.Outcome) -> AttemptContext? {
       owner.dependenciesDecided(outcome, attempt: attempt, context: self, probe: probe)
@@ -52,7 +57,7 @@ extension AttemptContext {
     case .success(let delivery)?:
       // A loaded source's content is its answer; one that answered at once while it loads (asked
       // if needed) is waited for with a plain load, as the group does.
-      if source.erasedState.status == .loaded {
+      if ofInnerLoadable || source.erasedState.status == .loaded {
         var deliveries = DependencyGroup.Deliveries()
         deliveries.append(delivery)
         return decided(.success(deliveries))
@@ -91,6 +96,14 @@ extension AttemptContext {
       if wait.ranked { source.callerStoppedWaiting(self) }
       endWait(on: source)
       return decided(.failure(CancellationError()))
+    }
+    // A cancel between the wait's installation and the join found no waiter to withdraw (it
+    // decided the outcome): the waiter that joined since is withdrawn now, so that an attempt only
+    // this one wanted is undone. (Withdrawn twice when the cancel came after the join: the second
+    // finds nothing.)
+    if ofInnerLoadable, state.withLock(owner: self, { $0.cancelled }) {
+      source.withdrawWaiter(waiterID)
+      return self
     }
     raised.ifSome { priority in Trampoline.run { source.escalateRunningAttempt(to: priority) } }
     return self

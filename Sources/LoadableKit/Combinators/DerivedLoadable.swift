@@ -130,13 +130,17 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   /// Starts `attempt` without a task (see `CombinedLoadable.launchWithoutTask(_:probe:)`, and a
   /// `flatMap`'s): its context, published as the running attempt's, or `nil` when it must run on a
   /// task — the sources are not its only declared dependencies, it has load options, or the gate
-  /// is taken (an attempt's task is still running) — or it is no longer current.
-  final func beginWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> AttemptContext? {
+  /// is taken (an attempt's task is still running); with `forDependentsOnly`, also when a caller
+  /// rather than a dependent started it — or it is no longer current.
+  final func beginWithoutTask(
+    _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?, forDependentsOnly: Bool = false
+  ) -> AttemptContext? {
     let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, onTask: false)
     let sourceCount = sources.count
     let begun = withState { state -> Bool in
       guard state.attempt === attempt, state.extras?.settings?.options == nil,
-        (state.extras?.dependencies.count ?? 0) == sourceCount, state.tryEnterGate()
+        (state.extras?.dependencies.count ?? 0) == sourceCount,
+        !forDependentsOnly || attempt.standing == .forDependents, state.tryEnterGate()
       else { return false }
       attempt.context = context
       return true

@@ -56,9 +56,9 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   let step: Step
   /// Made by `joined` rather than `flatMap` (for its name).
   let joins: Bool
-  /// The second wait of the attempt without a task, while it lasts (see
-  /// ``launchWithoutTask(_:probe:)``).
-  private let innerWait = Mutex<FlatMapInnerWait?>(nil)
+  /// The attempt without a task that is running, with its priority and, once the transform ran,
+  /// its second wait (see ``launchWithoutTask(_:probe:)``).
+  private let running = Mutex<FlatMapAttempt?>(nil)
 
   @usableFromInline
   init(source: AsyncLoadable<Source>, joins: Bool = false, step: @escaping Step) {
@@ -69,16 +69,29 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
 
   // MARK: - An attempt without a task
 
-  /// The attempt runs without a task of its own, as a `map`'s does (`CombinedLoadable`), in the
-  /// same plain case (no declared dependency besides the source, no load options, the gate free):
-  /// its context waits for the source's attempt, the transform runs when that ends, and the
-  /// context then waits for the attempt of the loadable the transform returned. Each wait is an
-  /// edge of the wait-for graph while it lasts and asks with the attempt's intent; a cancel
-  /// withdraws the wait in progress, or — between the two — keeps the second from beginning; a
-  /// raised priority goes to the loadable waited for. A portal item of a map's graph paid a task,
-  /// a dependency group and two suspensions a load, only to wait (#28).
+  /// The attempt runs without a task of its own when a dependent started it (a `zip` or a
+  /// declared dependency waiting for a portal item), in the plain case a `map`'s does
+  /// (`CombinedLoadable`): no declared dependency besides the source, no load options, the gate
+  /// free. Its context waits for the source's attempt; the transform then runs on a task of its
+  /// own, as it ran on the attempt's task — at the priority of the call that started the attempt,
+  /// with none of the task-locals of whoever delivered the source's content (a writer's call:
+  /// SPEC §1) — and asks for the loadable it returned, which the context waits for next. Each wait
+  /// is an edge of the wait-for graph while it lasts and asks with the attempt's intent; a cancel
+  /// withdraws the wait in progress, or, between the two, keeps the second from beginning; a raised
+  /// priority goes on to the loadable waited for, or to the next. A portal item of a map's graph
+  /// paid a dependency group, two suspensions and its context bound as a task-local a load (#28).
+  ///
+  /// An attempt a caller started runs on a task, as before: begun inside the caller's call, its
+  /// source's observers would run there, and a cancel from one of them would end the attempt, and
+  /// call the caller's completion handler, inside that call (SPEC §1).
   override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
-    guard let context = beginWithoutTask(attempt, probe: probe) else { return false }
+    let priority = RawPriority(Task.currentPriority)  // what the attempt's task would run at
+    guard let context = beginWithoutTask(attempt, probe: probe, forDependentsOnly: true) else { return false }
+    let stale = running.withLock(owner: self) { running in
+      defer { running = FlatMapAttempt(attempt: ObjectIdentifier(attempt), priority: priority) }
+      return running
+    }
+    _ = consume stale  // none: every attempt takes its own when it ends
     @Sendable func drive() { self.drive(attempt, context: context, probe: probe) }
     if !Trampoline.runHere(drive) { Trampoline.later(drive) }
     return true
@@ -98,12 +111,19 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     _ outcome: DependencyGroup.Outcome, attempt: RunningAttempt, context: AttemptContext, probe: AttemptProbe?
   ) {
     @Sendable func advance() { self.advance(attempt, context: context, probe: probe, with: outcome) }
-    if context.driverBegun.load(ordering: .acquiring) {
+    let id = ObjectIdentifier(attempt)
+    let (transformsNext, priority) = running.withLock(owner: self) { running -> (Bool, RawPriority) in
+      guard running?.attempt == id else { return (false, .none) }
+      return (running!.inner == nil, running!.priority)
+    }
+    if transformsNext, case .success = outcome {
+      // The source delivered, wherever that happened: the transform runs on a task of its own.
+      TaskLaunch.start(priority: priority.taskPriority) { advance() }
+    } else if context.driverBegun.load(ordering: .acquiring) {
       if !Trampoline.runHere(advance) { Trampoline.later(advance) }
     } else {
-      // Decided inside the call that started the attempt (the source answered at once): the rest
-      // runs on a task, as a `map`'s end does, so that the transform sees none of that caller's
-      // task-locals (SPEC §1) and the attempt does not end inside that call.
+      // Decided inside the call that started the attempt: it ends on a task, so that it does not
+      // end inside that call, as a `map`'s does.
       TaskLaunch.start { advance() }
     }
   }
@@ -115,7 +135,7 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     with outcome: DependencyGroup.Outcome
   ) {
     let id = ObjectIdentifier(attempt)
-    if let wait = innerWait.withLock(owner: self, { $0?.attempt == id ? $0.take() : nil }) {
+    if let wait = running.withLock(owner: self, { $0?.attempt == id ? $0!.inner : nil }) {
       let result = outcome.flatMap { deliveries in
         Result { () throws -> AnyContentBox in
           guard let box = deliveries[0].contentBox else { throw LoadableError.noContent }
@@ -132,25 +152,25 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
       do {
         guard let box = deliveries[0].contentBox else { throw LoadableError.noContent }
         let (inner, finish) = try step(box)
-        next = FlatMapInnerWait(
-          attempt: id, sourceVersion: deliveries[0].version, inner: inner.asDependencyNode, finish: finish)
+        next = FlatMapInnerWait(sourceVersion: deliveries[0].version, inner: inner.asDependencyNode, finish: finish)
       } catch {
         return end(attempt, context: context, probe: probe, with: .failure(error))
       }
     }
-    let inner = next.inner
-    // Nothing is replaced: the attempt's first wait found no second one stored.
-    _ = innerWait.withLock(owner: self) { stored in
-      defer { stored = next }
-      return stored
+    running.withLock(owner: self) { running in
+      if running?.attempt == id { running!.inner = next }
     }
-    _ = context.beginSourceWait(on: inner, for: attempt, probe: probe)
+    _ = context.beginSourceWait(on: next.inner, for: attempt, probe: probe, ofInnerLoadable: true)
   }
 
   private func end(
     _ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?,
     with result: Result<AnyContentBox, any Error>
   ) {
+    // What the attempt kept (the inner loadable, `joined`'s function) is released after the lock.
+    let id = ObjectIdentifier(attempt)
+    let kept = running.withLock(owner: self) { running in running?.attempt == id ? running.take() : nil }
+    _ = consume kept
     context.hasEnded.store(true, ordering: .releasing)
     endAttempt(attempt, with: result, probe: probe)
   }
@@ -168,12 +188,19 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   }
 }
 
-/// What a `flatMap`'s attempt without a task keeps between its two waits: which attempt, the
-/// version of the source's content the transform was given, the loadable it returned, and
-/// `joined`'s function that makes the result's box. (Not nested in the generic class: a nested
-/// type's metadata would be looked up at run time.)
-struct FlatMapInnerWait: Sendable {
+/// A `flatMap`'s attempt without a task, while it runs: which attempt, the priority its transform
+/// runs at, and its second wait once the transform ran. (Not nested in the generic class: a
+/// nested type's metadata would be looked up at run time.)
+struct FlatMapAttempt: Sendable {
   let attempt: ObjectIdentifier
+  let priority: RawPriority
+  var inner: FlatMapInnerWait?
+}
+
+/// The second wait of a `flatMap`'s attempt without a task: the version of the source's content
+/// the transform was given, the loadable it returned, and `joined`'s function that makes the
+/// result's box.
+struct FlatMapInnerWait: Sendable {
   let sourceVersion: UInt64
   let inner: any DependencyNode
   let finish: (@Sendable (AnyContentBox) -> AnyContentBox)?
