@@ -49,6 +49,8 @@ struct FlatMapWithoutTaskTests {
       return inner
     }
     holder.loadable.withLock { $0 = view }
+    let statuses = Recorder<LoadStatus>()
+    let observation = inner.observeLoadStatus { statuses.append($0) }
     let top = loader.top(of: view)
     let load = Task { try await top.load() }
     try await sourceControl.waitForStart()
@@ -56,6 +58,8 @@ struct FlatMapWithoutTaskTests {
     await #expect(throws: CancellationError.self) { try await load.outcome }
     #expect(innerControl.startCount == 0, "the inner loadable was asked to load by a cancelled attempt")
     #expect(inner.loadStatus == .notLoaded)
+    #expect(!statuses.values.contains(.loading), "the inner loadable was started, then undone: \(statuses.values)")
+    observation.cancel()
     holder.loadable.withLock { $0 = nil }
   }
 
