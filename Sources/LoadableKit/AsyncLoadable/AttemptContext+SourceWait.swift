@@ -134,7 +134,8 @@ extension AttemptContext {
 
 extension AttemptContext: AttemptDriver {
   /// The attempt was cancelled: the outcome is `CancellationError`, decided now (or, with no wait
-  /// pending, when the next one would begin), and the wait is withdrawn first (the source resumes the waiter, which then only ends the edge). An answer
+  /// pending, when the next one would begin), and the wait is withdrawn first (the source resumes
+  /// the waiter, which then only ends the edge). An answer
   /// already on its way — the source's attempt ended and is still telling its observers — arrives
   /// after the decision and is dropped, as a group drops it: the transform does not run for an
   /// attempt that was cancelled.

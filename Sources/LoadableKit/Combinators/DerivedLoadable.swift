@@ -126,7 +126,6 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
 
   final var derivedVersions: [UInt64] { Array(derivedFrom.withLock(owner: self) { $0.sources }) }
 
-  /// Forgets which source versions the content was derived from (none is newer than 0).
   /// Starts `attempt` without a task (see `CombinedLoadable.launchWithoutTask(_:probe:)`, and a
   /// `flatMap`'s): its context, published as the running attempt's, or `nil` when it must run on a
   /// task — the sources are not its only declared dependencies, it has load options, or the gate
@@ -148,6 +147,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     return begun ? context : nil
   }
 
+  /// Forgets which source versions the content was derived from (none is newer than 0).
   final func forgetDerivation() {
     derivedFrom.withLock(owner: self) { derivedFrom in
       for index in derivedFrom.sources.indices { derivedFrom.sources[index] = 0 }
