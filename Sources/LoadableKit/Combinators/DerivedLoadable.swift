@@ -134,17 +134,19 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   final func beginWithoutTask(
     _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?, forDependentsOnly: Bool = false
   ) -> AttemptContext? {
-    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, onTask: false)
     let sourceCount = sources.count
-    let begun = withState { state -> Bool in
+    // The context is made only when the attempt goes without a task: a `flatMap`'s attempt that a
+    // caller started never does, and paid for a context made and freed for nothing. (Made under
+    // the lock: its initializer runs no user code.)
+    return withState { state -> AttemptContext? in
       guard state.attempt === attempt, state.extras?.settings?.options == nil,
         (state.extras?.dependencies.count ?? 0) == sourceCount,
         !forDependentsOnly || attempt.standing == .forDependents, state.tryEnterGate()
-      else { return false }
+      else { return nil }
+      let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, onTask: false)
       attempt.context = context
-      return true
+      return context
     }
-    return begun ? context : nil
   }
 
   /// Forgets which source versions the content was derived from (none is newer than 0).

@@ -85,8 +85,8 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   /// source's observers would run there, and a cancel from one of them would end the attempt, and
   /// call the caller's completion handler, inside that call (SPEC §1).
   override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
-    let priority = RawPriority(Task.currentPriority)  // what the attempt's task would run at
     guard let context = beginWithoutTask(attempt, probe: probe, forDependentsOnly: true) else { return false }
+    let priority = RawPriority(Task.currentPriority)  // what the attempt's task would run at
     let stale = running.withLock(owner: self) { running in
       defer { running = FlatMapAttempt(attempt: ObjectIdentifier(attempt), priority: priority) }
       return running
@@ -110,13 +110,17 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   override func dependenciesDecided(
     _ outcome: DependencyGroup.Outcome, attempt: RunningAttempt, context: AttemptContext, probe: AttemptProbe?
   ) {
-    @Sendable func advance() { self.advance(attempt, context: context, probe: probe, with: outcome) }
+    // Which wait ended: the inner loadable's once the transform ran (its wait is handed on, a copy
+    // released after the lock), else the source's.
     let id = ObjectIdentifier(attempt)
-    let (transformsNext, priority) = running.withLock(owner: self) { running -> (Bool, RawPriority) in
-      guard running?.attempt == id else { return (false, .none) }
-      return (running!.inner == nil, running!.priority)
+    let (innerWait, priority) = running.withLock(owner: self) { running -> (FlatMapInnerWait?, RawPriority) in
+      guard running?.attempt == id else { return (nil, .none) }
+      return (running!.inner, running!.priority)
     }
-    if transformsNext, case .success = outcome {
+    @Sendable func advance() {
+      self.advance(attempt, context: context, probe: probe, with: outcome, endingWait: innerWait)
+    }
+    if innerWait == nil, case .success = outcome {
       // The source delivered, wherever that happened: the transform runs on a task of its own.
       TaskLaunch.start(priority: priority.taskPriority) { advance() }
     } else if context.driverBegun.load(ordering: .acquiring) {
@@ -129,13 +133,12 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   }
 
   /// One of the two waits ended: the source's (the transform runs, and the wait for the loadable
-  /// it returned begins), or that loadable's (the attempt ends).
+  /// it returned begins), or that loadable's, `endingWait` (the attempt ends).
   private func advance(
     _ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?,
-    with outcome: DependencyGroup.Outcome
+    with outcome: DependencyGroup.Outcome, endingWait: FlatMapInnerWait?
   ) {
-    let id = ObjectIdentifier(attempt)
-    if let wait = running.withLock(owner: self, { $0?.attempt == id ? $0!.inner : nil }) {
+    if let wait = endingWait {
       let result = outcome.flatMap { deliveries in
         Result { () throws -> AnyContentBox in
           guard let box = deliveries[0].contentBox else { throw LoadableError.noContent }
@@ -157,9 +160,15 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
         return end(attempt, context: context, probe: probe, with: .failure(error))
       }
     }
-    running.withLock(owner: self) { running in
-      if running?.attempt == id { running!.inner = next }
+    let id = ObjectIdentifier(attempt)
+    // Nothing is replaced: the transform runs once an attempt. (Were it, the value replaced would
+    // be released here, after the lock.)
+    let replaced = running.withLock(owner: self) { running -> FlatMapInnerWait? in
+      guard running?.attempt == id else { return nil }
+      defer { running!.inner = next }
+      return running!.inner
     }
+    _ = consume replaced
     _ = context.beginSourceWait(on: next.inner, for: attempt, probe: probe, ofInnerLoadable: true)
   }
 
