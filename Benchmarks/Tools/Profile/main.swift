@@ -38,7 +38,9 @@ func whenFreed(_ object: () -> AnyObject?) async {
 }
 
 /// The map graph's baseline (Benchmarks' Graph.swift, `Memo` and `HandWrittenGraph`): each node
-/// behind a `Mutex`-protected in-flight `Task` or value, layers loaded by a task group.
+/// behind a `Mutex`-protected in-flight `Task` or value, layers loaded by a task group. A copy, as
+/// this tool's other baselines are: in a module both executables import, the generic `Memo` would
+/// be called unspecialized from the benchmark, and measure something else there.
 final class Memo<Value: Sendable>: Sendable {
   private enum State {
     case idle
@@ -104,6 +106,20 @@ final class MemoGraph: Sendable {
       return -1
     }
   }
+}
+
+/// A fresh, unloaded map graph (Benchmarks' Graph.swift, `LoadableGraph`): 1 map, 50 layers,
+/// each over a table and an item, one shared portal. Returns the map.
+func makeGraph() -> AsyncLoadable<Int> {
+  let portal = AsyncLoadable<Int> { 1_000 }
+  let map = AsyncLoadable<Int> { -1 }
+  for index in 0..<50 {
+    let item = portal.flatMap { info in AsyncLoadable<Int> { info + index } }
+    let table = AsyncLoadable<Int> { index }
+    table.addDependency(item)
+    map.addDependency(zip(table, item).map { $0 + $1 })
+  }
+  return map
 }
 
 // A synchronous main that blocks on a semaphore: valgrind 3.19 crashes on an `async` main, whose
@@ -385,30 +401,10 @@ case "keys-baseline":
 case "graph":
   // `count` loads of a fresh map graph (Benchmarks' Graph.swift): 1 map, 50 layers, each over a
   // table and an item, one shared portal.
-  for _ in 0..<count {
-    let portal = AsyncLoadable<Int> { 1_000 }
-    let map = AsyncLoadable<Int> { -1 }
-    for index in 0..<50 {
-      let item = portal.flatMap { info in AsyncLoadable<Int> { info + index } }
-      let table = AsyncLoadable<Int> { index }
-      table.addDependency(item)
-      map.addDependency(zip(table, item).map { $0 + $1 })
-    }
-    try await map.load()
-  }
+  for _ in 0..<count { try await makeGraph().load() }
 case "graph-unloaded":
   // The map graph built and released without a load: `graph` minus this is the load alone.
-  for _ in 0..<count {
-    let portal = AsyncLoadable<Int> { 1_000 }
-    let map = AsyncLoadable<Int> { -1 }
-    for index in 0..<50 {
-      let item = portal.flatMap { info in AsyncLoadable<Int> { info + index } }
-      let table = AsyncLoadable<Int> { index }
-      table.addDependency(item)
-      map.addDependency(zip(table, item).map { $0 + $1 })
-    }
-    consume(map)
-  }
+  for _ in 0..<count { consume(makeGraph()) }
 case "memograph":
   // The map graph's baseline, written by hand (Benchmarks' Graph.swift): built and loaded.
   for _ in 0..<count {
