@@ -23,7 +23,7 @@ extension ContentLoader: EffectsHost {
     for task in lists.cancelTasks { task.cancel() }
     // Each list is there only if something was recorded in it (see `Effects.Storage`).
     if let list = lists.entryEffects {
-      forEachEntryEffects(list) { entry($0.entry).cancelPhase($0.effects) }
+      forEachEntryEffects(list) { entry($0.pointee.entry).cancelPhase(of: effectsOf($0)) }
     }
   }
 
@@ -34,7 +34,7 @@ extension ContentLoader: EffectsHost {
   func notifyPhase(_ effects: State.Effects) {
     if let lists = effects.storage {
       if let list = lists.entryEffects {
-        forEachEntryEffects(list) { entry($0.entry).notifyPhase($0.effects) }
+        forEachEntryEffects(list) { entry($0.pointee.entry).notifyPhase(of: effectsOf($0)) }
       }
       if let list = lists.launches {
         for index in list.indices {
@@ -51,7 +51,7 @@ extension ContentLoader: EffectsHost {
     if let lists = effects.storage {
       for slot in lists.grantedSlots { slot.handOff() }
       if let list = lists.entryEffects {
-        forEachEntryEffects(list) { entry($0.entry).resumePhase($0.effects) }
+        forEachEntryEffects(list) { entry($0.pointee.entry).resumePhase(of: effectsOf($0)) }
       }
       if let list = lists.launches {
         for index in list.indices {
@@ -74,10 +74,18 @@ extension ContentLoader: EffectsHost {
   /// record's effects out (retaining and releasing the references they hold: ~420 instructions a
   /// record, three phases each, a key's end on the claiming thread).
   @inline(__always)
-  private func forEachEntryEffects(_ list: [EntryEffects], _ body: (borrowing EntryEffects) -> Void) {
+  private func forEachEntryEffects(_ list: [EntryEffects], _ body: (UnsafePointer<EntryEffects>) -> Void) {
     list.withUnsafeBufferPointer { records in
-      for index in records.indices { body(records[index]) }
+      guard let first = records.baseAddress else { return }
+      for index in records.indices { body(first + index) }
     }
+  }
+
+  /// The effects of the record at `record`, where they are (see ``forEachEntryEffects(_:_:)``).
+  @inline(__always)
+  private func effectsOf(_ record: UnsafePointer<EntryEffects>) -> UnsafePointer<LoadStateMachine.Effects> {
+    UnsafeRawPointer(record).advanced(by: MemoryLayout<EntryEffects>.offset(of: \EntryEffects.effects)!)
+      .assumingMemoryBound(to: LoadStateMachine.Effects.self)
   }
 
   /// The key's loadable an effects record holds (``EntryEffects``), as what it is.

@@ -46,19 +46,53 @@ extension AsyncLoadable: EffectsHost {
     effects.cancel.cancel()
   }
 
-  /// Observers and live derived loadables hear of the change before the callers resume, so a
-  /// caller that returns from `fetch()` finds `map` results and status handlers up to date
-  /// (unless another thread is delivering this loadable's notifications at that moment).
   final func notifyPhase(_ effects: LoadStateMachine.Effects) {
-    deliver(effects.event, contentChanged: effects.changedContent, runsStatusHook: effects.runsStatusHook)
-    if effects.changedContent, case .success = effects.result {
-      notifyContentListeners(except: effects.waiters.soleDependentWaiter)
-    }
-    if effects.endedAttempt { attemptDidEnd(committed: effects.attemptCommitted) }
+    let toListeners = effects.changedContent && effects.result.isSuccess
+    notify(
+      effects.event, contentChanged: effects.changedContent, runsStatusHook: effects.runsStatusHook,
+      toListeners: toListeners, handed: toListeners ? effects.waiters.soleDependentWaiter : nil,
+      endedAttempt: effects.endedAttempt, committed: effects.attemptCommitted)
   }
 
   final func resumePhase(_ effects: LoadStateMachine.Effects) {
     effects.waiters.forEachEntry { $0.resume(with: effects.result) }
+  }
+
+  // The phases of effects read where they are kept: a loader carries out its keys' effects from
+  // its own list, where a copy of each whole value (its waiters, result, runner and what it lets
+  // go of) cost some 250 instructions a phase, three a key's claim or end. (A loadable's own
+  // phases take the value: it is theirs, and read in place.)
+
+  final func cancelPhase(of effects: UnsafePointer<LoadStateMachine.Effects>) {
+    effects.pointee.cancel.cancel()
+  }
+
+  final func notifyPhase(of effects: UnsafePointer<LoadStateMachine.Effects>) {
+    let changedContent = effects.pointee.changedContent
+    let toListeners = changedContent && effects.pointee.result.isSuccess
+    notify(
+      effects.pointee.event, contentChanged: changedContent, runsStatusHook: effects.pointee.runsStatusHook,
+      toListeners: toListeners, handed: toListeners ? effects.pointee.waiters.soleDependentWaiter : nil,
+      endedAttempt: effects.pointee.endedAttempt, committed: effects.pointee.attemptCommitted)
+  }
+
+  /// A key's effects seldom resume anyone (its claims are not waiters): only then is the waiter
+  /// list read, through a copy.
+  final func resumePhase(of effects: UnsafePointer<LoadStateMachine.Effects>) {
+    if !effects.pointee.waiters.isEmpty { resumePhase(effects.pointee) }
+  }
+
+  /// Observers and live derived loadables hear of the change before the callers resume, so a
+  /// caller that returns from `fetch()` finds `map` results and status handlers up to date
+  /// (unless another thread is delivering this loadable's notifications at that moment).
+  @inline(__always)
+  private func notify(
+    _ event: LoadStateMachine.StatusEvent?, contentChanged: Bool, runsStatusHook: Bool, toListeners: Bool,
+    handed: AttemptContext?, endedAttempt: Bool, committed: Bool
+  ) {
+    deliver(event, contentChanged: contentChanged, runsStatusHook: runsStatusHook)
+    if toListeners { notifyContentListeners(except: handed) }
+    if endedAttempt { attemptDidEnd(committed: committed) }
   }
 
   /// Tells the derived loadables that listen that the content changed. Deep chains are notified
@@ -147,5 +181,12 @@ extension AsyncLoadable: EffectsHost {
         handler(status)
       }
     }
+  }
+}
+
+extension Result {
+  /// Whether it is a success, without a copy of its payload.
+  fileprivate var isSuccess: Bool {
+    if case .success = self { true } else { false }
   }
 }
