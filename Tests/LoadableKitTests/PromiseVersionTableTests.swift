@@ -10,7 +10,7 @@ import Testing
 
 extension ContentLoader.KeyedLoadable {
   /// How many versions the key's table holds (test-visible size of ``ContentLoader/Versions``).
-  var versionTableSize: Int { versions.withLock(owner: self) { $0.slots.count } }
+  var versionTableSize: Int { withVersions { $0.slots.count } }
 }
 
 @Suite("Promises: a key's version table stays bounded", .timeLimit(.minutes(1)))

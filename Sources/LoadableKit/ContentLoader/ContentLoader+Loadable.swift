@@ -292,7 +292,12 @@ extension ContentLoader {
     /// The loader's data source, clock and cost, shared with the loader and its other keys.
     @usableFromInline let source: KeySource
     @usableFromInline weak var loader: ContentLoader?
-    @usableFromInline let versions: Mutex<Versions>
+    /// The versions' lock and, beside it, the versions it guards (``withVersions(_:)``). Not a
+    /// `Mutex<Versions>`: the key's `deinit` is the library's unspecialized code, which destroys
+    /// its fields through their types' metadata, looked up at run time — `Mutex`, its cell and the
+    /// versions each, some 1,000 instructions a key; a `Mutex<Void>` needs none, the versions one.
+    @usableFromInline let versionsLock = Mutex<Void>(())
+    @exclusivity(unchecked) @usableFromInline var versionsValue: Versions
 
     // Under the loader's lock, so without the dynamic exclusivity checks (each access to a class's
     // stored `var` costs a check otherwise, about 90 instructions; a claim's begin and end made
@@ -358,8 +363,14 @@ extension ContentLoader {
       self.source = source
       self.loader = loader
       self.cameWithPrior = prior != nil
-      self.versions = Mutex(Versions(prior: prior, priorCost: prior.map { source.cost?($0.value) ?? 0 } ?? 0))
+      self.versionsValue = Versions(prior: prior, priorCost: prior.map { source.cost?($0.value) ?? 0 } ?? 0)
       super.init()
+    }
+
+    /// Runs `body` on the versions under their lock (after the loadable's, when both are held).
+    @inlinable @inline(__always)
+    func withVersions<R>(_ body: (inout Versions) throws -> R) rethrows -> R {
+      try versionsLock.withLock(owner: self) { _ in try body(&versionsValue) }
     }
 
     deinit {
@@ -453,7 +464,7 @@ extension ContentLoader {
       let kept = withState { state -> (Value, [Version])? in
         guard attempt == nil || state.attempt?.id == attempt else { return nil }
         let content = state.content(as: Value.self)
-        return versions.withLock(owner: self) {
+        return withVersions {
           $0.keep(
             loaded, cost: loadedCost, counter: state.contentVersion, content: content, now: now, attempt: attempt)
         }
@@ -477,7 +488,7 @@ extension ContentLoader {
       return withState { state -> (LoadStateMachine.Effects, [Version], HeldInterim?)? in
         var droppedInterim: HeldInterim?
         let content = state.content(as: Value.self)
-        let dropped = versions.withLock(owner: self) {
+        let dropped = withVersions {
           // A write moves the mark only when it replaces an interim value, which an offer put
           // there (and set `hasInterimMark` for).
           $0.write(
@@ -499,7 +510,7 @@ extension ContentLoader {
       let (taken, dropped) = withState { state -> (Bool, HeldInterim?) in
         guard state.attempt != nil, attempt == nil || state.attempt?.id == attempt else { return (false, nil) }
         let content = state.content(as: Value.self)
-        return versions.withLock(owner: self) {
+        return withVersions {
           hasInterimMark.store(true, ordering: .releasing)
           return $0.offer(
             (value, version), cost: valueCost, attempt: attempt, counter: state.contentVersion, content: content)
@@ -515,7 +526,7 @@ extension ContentLoader {
     /// table let go of (released by the caller, outside the locks).
     func forgetAll() -> (LoadStateMachine.ForgetAction, Versions) {
       withState { state in
-        let table = versions.withLock(owner: self) { versions -> Versions in
+        let table = withVersions { versions -> Versions in
           hasInterimMark.store(true, ordering: .releasing)
           let old = versions
           versions.prior = nil
@@ -549,7 +560,7 @@ extension ContentLoader {
     /// Whether the current content was loaded before `threshold` (under the loader's lock).
     func isExpired(before threshold: Duration?) -> Bool {
       guard let threshold, let counter = shown?.contentVersion, counter > 0 else { return false }
-      guard let loadedAt = versions.withLock(owner: self, { $0.loadedAt(counter) }) else { return false }
+      guard let loadedAt = withVersions({ $0.loadedAt(counter) }) else { return false }
       return loadedAt <= threshold
     }
   }

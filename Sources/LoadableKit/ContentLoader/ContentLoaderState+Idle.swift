@@ -25,7 +25,7 @@ extension ContentLoaderState {
   /// that ``hasValue(_:)`` looks up their types' metadata only for an entry that may hold one.
   @inline(never)
   private func holdsPriorOrInterim(_ entry: Entry) -> Bool {
-    entry.versions.withLock(owner: entry) { $0.prior != nil || $0.interim != nil }
+    entry.withVersions { $0.prior != nil || $0.interim != nil }
   }
 
   mutating func linkIdle(_ entry: Entry, now: Duration) {

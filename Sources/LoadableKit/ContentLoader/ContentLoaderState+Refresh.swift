@@ -94,7 +94,7 @@ extension ContentLoaderState {
     index.values.map { entry in
       let view = entry.interestView(since: nil)
       let waiting = waitsForSlot(entry, status: view.snapshot.status)
-      let interimMark = entry.versions.withLock(owner: entry) { $0.interimMark }
+      let interimMark = entry.withVersions { $0.interimMark }
       let snapshot = snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion, waiting: waiting)
       let stamp = Stamp(
         status: view.snapshot.status, contentVersion: view.contentVersion, attempt: view.attempt, waiting: waiting,
@@ -109,7 +109,7 @@ extension ContentLoaderState {
     return Stamp(
       status: read.status, contentVersion: read.contentVersion, attempt: read.attempt,
       waiting: waitsForSlot(entry, status: read.status),
-      interimMark: entry.versions.withLock(owner: entry) { $0.interimMark })
+      interimMark: entry.withVersions { $0.interimMark })
   }
 
   /// Refreshes (`loading`) or invalidates each chosen entry that is still the key's entry and

@@ -133,7 +133,7 @@ extension ContentLoaderState {
   @inline(never)
   private func takeRetiredInterim(of entry: Entry, at counter: UInt64, _ effects: inout Effects) -> UInt64 {
     var interimMark: UInt64 = 0
-    let retired = entry.versions.withLock(owner: entry) { versions in
+    let retired = entry.withVersions { versions in
       interimMark = versions.interimMark
       return versions.takeRetiredInterim(at: counter)
     }
@@ -149,7 +149,7 @@ extension ContentLoaderState {
   /// Counts the cost of the value the entry shows in the loader's total.
   @inline(never)
   private mutating func countCost(of entry: Entry, at counter: UInt64) {
-    let cost = entry.versions.withLock(owner: entry) { $0.shownCost(at: counter) }
+    let cost = entry.withVersions { $0.shownCost(at: counter) }
     if entry.isInIndex { totalCost += cost - entry.cost }
     entry.cost = cost
   }
@@ -228,7 +228,7 @@ extension ContentLoaderState {
 
   @inlinable
   func snapshot(of entry: Entry, _ state: LoadSnapshot<Value>, contentVersion: UInt64, waiting: Bool) -> Snapshot {
-    let (version, prior, interim) = entry.versions.withLock(owner: entry) {
+    let (version, prior, interim) = entry.withVersions {
       ($0.version(at: contentVersion), $0.prior, $0.shownInterim(at: contentVersion))
     }
     if let interim {
