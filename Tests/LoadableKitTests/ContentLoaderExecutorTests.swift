@@ -99,7 +99,7 @@ struct ContentLoaderExecutorTests {
     let queued = loader.begin(1)
     executor.runInOrder()
     #expect(started.values == [0] && loader.limiter!.waitingCount == 1)
-    ContentLoaderSeams.$afterClaimEnded.withValue({
+    ContentLoaderSeams.afterClaimEnded.withValue({
       control.resolve("row 0")  // the slot frees and goes to key 1's task, still not cancelled
       executor.runInOrder()
     }) {

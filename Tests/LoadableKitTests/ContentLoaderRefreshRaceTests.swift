@@ -21,7 +21,7 @@ struct ContentLoaderRefreshRaceTests {
     let claim = await claimLoaded(1, in: loader, from: source)
     var events = Reader(loader.events(bufferingPolicy: .unbounded))
     let loadable = loader.loadable(for: 1)
-    ContentLoaderSeams.$beforeRefreshActs.withValue({
+    ContentLoaderSeams.beforeRefreshActs.withValue({
       // The caller's load starts at once; telling the loader of it waits for the refresh to end.
       Thread { loadable.sync() }.start()
       while loadable.statusMirror.load(ordering: .acquiring) != LoadStatus.loading.code {}
@@ -55,7 +55,7 @@ struct ContentLoaderRefreshRaceTests {
     await source.waitForStarts(1)
     let loadable = loader.loadable(for: 1)
     let once = Atomic<Bool>(false)
-    ContentLoaderSeams.$afterInterestAdded.withValue({
+    ContentLoaderSeams.afterInterestAdded.withValue({
       guard !once.exchange(true, ordering: .relaxed) else { return }
       // The running load returns now; telling the loader of it waits for the refresh to end.
       Thread { _ = source.resolve(1, "v1", version: 1) }.start()
@@ -81,7 +81,7 @@ struct ContentLoaderRefreshRaceTests {
     let loader = makeLoader(source)
     let claim = await claimLoaded(1, in: loader, from: source)
     let loadable = loader.loadable(for: 1)
-    ContentLoaderSeams.$afterRefreshFoundNoLoad.withValue({
+    ContentLoaderSeams.afterRefreshFoundNoLoad.withValue({
       // The caller's load starts at once; telling the loader of it waits for the refresh to end.
       Thread { loadable.sync() }.start()
       while loadable.statusMirror.load(ordering: .acquiring) != LoadStatus.loading.code {}
@@ -111,7 +111,7 @@ struct ContentLoaderRefreshRaceTests {
     let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { try await source.load($0) })
     let loadable = loader.loadable(for: 1)
     let once = Atomic<Bool>(false)
-    let claim = ContentLoaderSeams.$afterInterestAdded.withValue({
+    let claim = ContentLoaderSeams.afterInterestAdded.withValue({
       guard !once.exchange(true, ordering: .relaxed) else { return }
       Thread { loadable.cancelLoad() }.start()
       while loadable.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code {}
