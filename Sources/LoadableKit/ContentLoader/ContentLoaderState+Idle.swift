@@ -16,7 +16,7 @@ extension ContentLoaderState {
 
   /// Whether the entry has a value to show: content, a prior value, or an interim value.
   func hasValue(_ entry: Entry) -> Bool {
-    if let shown = entry.shown, shown.contentVersion > 0 { return true }
+    if entry.shown.contentVersion > 0 { return true }
     guard entry.cameWithPrior || entry.hasInterimMark.load(ordering: .acquiring) else { return false }
     return holdsPriorOrInterim(entry)
   }

@@ -14,7 +14,7 @@ extension ContentLoaderState {
     // would be looked up at run time).
     if entry.hasSinks || hasEventSinks { return syncObserved(entry, &effects) }
     let previous = entry.shown
-    let read = entry.interestState(since: previous?.attempt)
+    let read = entry.interestState(since: previous.attempt)
     let waiting = waitsForSlot(entry, status: read.status)
     guard record(entry, previous: previous, read, waiting: waiting, &effects) != nil else { return }
     refreshIfPending(entry, attempt: read.attempt, &effects)
@@ -23,7 +23,7 @@ extension ContentLoaderState {
   /// ``sync(_:_:)`` for an entry somebody observes: also builds the snapshot and the event.
   private mutating func syncObserved(_ entry: Entry, _ effects: inout Effects) {
     let previous = entry.shown
-    let view = entry.interestView(since: previous?.attempt)
+    let view = entry.interestView(since: previous.attempt)
     effects.released.contents.append(view.snapshot)
     let status = view.snapshot.status
     let read = (
@@ -57,7 +57,7 @@ extension ContentLoaderState {
   /// returns what the change was (`.none`: a change that is no event), or `nil` when nothing
   /// changed.
   private mutating func record(
-    _ entry: Entry, previous: Loader.Shown?,
+    _ entry: Entry, previous: Loader.Shown,
     _ read: (
       status: LoadStatus, contentVersion: UInt64, attempt: Attempt?, previousFinished: Bool,
       failedByCancellation: Bool
@@ -71,30 +71,30 @@ extension ContentLoaderState {
     let interimMark =
       entry.hasInterimMark.load(ordering: .acquiring) ? takeRetiredInterim(of: entry, at: read.contentVersion, &effects) : 0
     let changed =
-      previous == nil || previous!.status != read.status || previous!.contentVersion != read.contentVersion
-      || previous!.attempt !== read.attempt || previous!.waiting != waiting || previous!.interimMark != interimMark
+      !previous.told || previous.status != read.status || previous.contentVersion != read.contentVersion
+      || previous.attempt !== read.attempt || previous.waiting != waiting || previous.interimMark != interimMark
     guard changed else { return nil }
     let wrote = entry.wrote
     entry.wrote = false
     let forgot = entry.forgot
     entry.forgot = false
-    if let old = previous?.attempt, old !== read.attempt {
+    if let old = previous.attempt, old !== read.attempt {
       attemptEnded(entry, old, &effects)
       effects.releasedObjects.append(old)
     }
-    if let previous, previous.waiting != waiting, entry.hasRegistrar.load(ordering: .acquiring) {
+    if previous.told, previous.waiting != waiting, entry.hasRegistrar.load(ordering: .acquiring) {
       enqueueKeyChanged(entry, &effects)
     }
     entry.shown = Loader.Shown(
       status: read.status, contentVersion: read.contentVersion, attempt: read.attempt, waiting: waiting,
       interimMark: interimMark)
     if totalCostLimit != nil { countCost(of: entry, at: read.contentVersion) }
-    if let attempt = read.attempt, attempt !== previous?.attempt {
+    if let attempt = read.attempt, attempt !== previous.attempt {
       entry.attemptMark = nextUniqueID()
       // A load that superseded the one shown (a refresh, SPEC §5) is no change to tell: the key
       // was loading and still is, with the same value.
       // A removal's fresh load is: the value went.
-      if !forgot, let previous, previous.attempt != nil, previous.status == .loading, read.status == .loading,
+      if !forgot, previous.attempt != nil, previous.status == .loading, read.status == .loading,
         previous.contentVersion == read.contentVersion, previous.interimMark == interimMark
       {
         return nil
@@ -102,16 +102,16 @@ extension ContentLoaderState {
       return .loading
     }
     // An interim value delivered by the running load: told as a prior value while loading.
-    if read.attempt != nil, read.status == .loading, let previous, previous.interimMark != interimMark {
+    if read.attempt != nil, read.status == .loading, previous.told, previous.interimMark != interimMark {
       return .loading
     }
     // A local write on a key that was not loading: told as a load's result.
-    if wrote, read.attempt == nil, read.status == .loaded, read.contentVersion != previous?.contentVersion,
-      previous?.attempt == nil
+    if wrote, read.attempt == nil, read.status == .loaded, !previous.told || read.contentVersion != previous.contentVersion,
+      previous.attempt == nil
     {
       return .loaded
     }
-    guard read.attempt == nil, let previous, previous.attempt != nil else { return ShownChange.none }
+    guard read.attempt == nil, previous.attempt != nil else { return ShownChange.none }
     switch read.status {
     case .loaded where read.contentVersion != previous.contentVersion:
       if entry.attemptMark > entry.refreshMark { entry.isStale = false }
@@ -171,7 +171,7 @@ extension ContentLoaderState {
   ///
   /// May evict `entry` itself.
   mutating func settle(_ entry: Entry, now: Duration, _ effects: inout Effects) {
-    if let held = entry.held, entry.shown?.attempt !== held {
+    if let held = entry.held, entry.shown.attempt !== held {
       entry.held = nil
       effects.releasedObjects.append(held)
       if let timer = entry.graceTimer {
@@ -179,7 +179,7 @@ extension ContentLoaderState {
         if let task = timer.task { effects.cancelTasks.append(task) }
       }
     }
-    let isIdle = entry.claimCount == 0 && entry.shown?.status != .loading && entry.graceTimer == nil
+    let isIdle = entry.claimCount == 0 && entry.shown.status != .loading && entry.graceTimer == nil
     if isIdle && !entry.isIdleLinked {
       linkIdle(entry, now: now)
       evictBeyondCount(&effects)
