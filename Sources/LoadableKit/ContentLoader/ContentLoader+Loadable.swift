@@ -291,7 +291,9 @@ extension ContentLoader {
     @usableFromInline let key: Key
     /// The loader's data source, clock and cost, shared with the loader and its other keys.
     @usableFromInline let source: KeySource
-    @usableFromInline weak var loader: ContentLoader?
+    /// Set once, a `let`: a weak `var` is read with a dynamic exclusivity check (~76
+    /// instructions; three a key: its creation, its load and its status hook).
+    @usableFromInline weak let loader: ContentLoader?
     /// The versions' lock and, beside it, the versions it guards (``withVersions(_:)``). Not a
     /// `Mutex<Versions>`: the key's `deinit` is the library's unspecialized code, which destroys
     /// its fields through their types' metadata, looked up at run time — `Mutex`, its cell and the
