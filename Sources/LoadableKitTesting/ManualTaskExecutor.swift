@@ -39,7 +39,7 @@ public final class ManualTaskExecutor: TaskExecutor, Sendable {
   /// here too. The task does not run until ``run(using:maxSteps:)`` or ``runInOrder(maxSteps:)``.
   @discardableResult
   public func spawn(_ operation: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
-    TaskLaunch.$executor.withValue(self) {
+    TaskLaunch.executor.withValue(self) {
       Task(executorPreference: self) { await operation() }
     }
   }

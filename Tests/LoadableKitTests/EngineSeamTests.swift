@@ -108,7 +108,7 @@ struct EngineSeamTests {
     // test running meanwhile) needs.
     let executor = QueueExecutor()
     let loading = Task(executorPreference: executor) {
-      try await TaskLaunch.$executor.withValue(executor) { try await view.load() }
+      try await TaskLaunch.executor.withValue(executor) { try await view.load() }
     }
     try await control.waitForStart(1)
     control.resolve(1)
@@ -237,7 +237,7 @@ struct EngineSeamTests {
       if status == .loading { launchedFirst.append(executor.pendingJobCount > 0) }
     }
     let loading = Task {
-      try await TaskLaunch.$executor.withValue(executor) { try await loadable.load() }
+      try await TaskLaunch.executor.withValue(executor) { try await loadable.load() }
     }
     await eventually { executor.pendingJobCount > 0 }  // the attempt's task is enqueued
     #expect(launchedFirst.values == [false])

@@ -188,7 +188,7 @@ struct FlatMapWithoutTaskTests {
     // a thread of the cooperative pool.
     let executor = QueueExecutor()
     let low = Task(executorPreference: executor, priority: .background) {
-      try await TaskLaunch.$executor.withValue(executor) { try await top.load() }
+      try await TaskLaunch.executor.withValue(executor) { try await top.load() }
     }
     if !sourceLoaded {
       try await sourceControl.waitForStart()

@@ -76,7 +76,7 @@ struct PromiseLiveMapTests {
     // The refresh to 2 ends on a queue of its own, where the view's update blocks in the gate.
     let executor = PromiseQueueExecutor()
     let second = Task {
-      try await TaskLaunch.$executor.withValue(executor) { try await source.fetch() }
+      try await TaskLaunch.executor.withValue(executor) { try await source.fetch() }
     }
     try await control.waitForStart(2)
     control.resolve(2)

@@ -112,7 +112,7 @@ extension ContentLoader {
   /// inherit).
   func onTaskExecutor<Result>(_ body: () -> Result) -> Result {
     guard let taskExecutor else { return body() }
-    return TaskLaunch.$executor.withValue(taskExecutor, operation: body)
+    return TaskLaunch.executor.withValue(taskExecutor, operation: body)
   }
 
   /// Delivers queued notifications until the queue is empty. Only one caller delivers at a time

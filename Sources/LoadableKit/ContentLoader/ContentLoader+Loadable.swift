@@ -420,7 +420,7 @@ extension ContentLoader {
       // An attempt a caller started runs on the caller's executor: the load goes to the loader's
       // (for an attempt the loader launched there already, no hop), and so do the tasks it starts.
       return try await withTaskExecutorPreference(executor) {
-        try await TaskLaunch.$executor.withValue(executor) { try await self.load(limitedBy: loader, attempt: attempt) }
+        try await TaskLaunch.executor.withValue(executor) { try await self.load(limitedBy: loader, attempt: attempt) }
       }
     }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Where LoadableKit starts its unstructured tasks (an attempt, a deferred cascade step).
 ///
 /// Unstructured tasks do not inherit a task executor preference, so without this hook a test
@@ -7,7 +9,36 @@
 /// it again, so every task the library starts from inside the scenario runs on the test's
 /// executor too.
 package enum TaskLaunch {
-  @TaskLocal package static var executor: (any TaskExecutor)?
+  /// The executor bound around a scenario (``BoundExecutor/withValue(_:operation:)``).
+  package static let executor = BoundExecutor()
+
+  /// A task-local executor, read only once some code bound one: reading a task-local costs some
+  /// 120 instructions, once for every task the library starts.
+  package struct BoundExecutor: Sendable {
+    private let local = TaskLocal<(any TaskExecutor)?>(wrappedValue: nil)
+    /// Set for good when an executor is first bound (before the task-local is, so a task that
+    /// sees the binding sees this too).
+    private static let everBound = Atomic<Bool>(false)
+
+    /// The executor bound on this task, if any.
+    package var current: (any TaskExecutor)? {
+      Self.everBound.load(ordering: .acquiring) ? local.get() : nil
+    }
+
+    /// Runs `operation` with `executor` bound on this task.
+    package func withValue<R>(_ executor: any TaskExecutor, operation: () throws -> R) rethrows -> R {
+      Self.everBound.store(true, ordering: .releasing)
+      return try local.withValue(executor, operation: operation)
+    }
+
+    /// Runs `operation` with `executor` bound on this task, on the caller's isolation.
+    package func withValue<R>(
+      _ executor: any TaskExecutor, isolation: isolated (any Actor)? = #isolation, operation: () async throws -> R
+    ) async rethrows -> R {
+      Self.everBound.store(true, ordering: .releasing)
+      return try await local.withValue(executor, operation: operation, isolation: isolation)
+    }
+  }
 
   /// Starts `operation` as a detached task, on the bound executor if there is one, at `priority`
   /// (`nil`: the caller's, passed explicitly).
@@ -39,7 +70,7 @@ package enum TaskLaunch {
   static func startDetached<Success: Sendable>(
     priority: TaskPriority? = nil, _ operation: sending @escaping @isolated(any) () async -> Success
   ) -> Task<Success, Never> {
-    guard let executor else { return Task.detached(priority: priority, operation: operation) }
+    guard let executor = executor.current else { return Task.detached(priority: priority, operation: operation) }
     return startDetached(on: executor, priority: priority, operation)
   }
 
@@ -50,7 +81,7 @@ package enum TaskLaunch {
     _ operation: sending @escaping @isolated(any) () async -> Success
   ) -> Task<Success, Never> {
     Task.detached(executorPreference: executor, priority: priority) {
-      await $executor.withValue(executor) { await operation() }
+      await TaskLaunch.executor.withValue(executor) { await operation() }
     }
   }
 }
