@@ -139,7 +139,7 @@ extension AsyncLoadable {
     let probe = AttemptProbe.start(self, id: attempt.id, intent: attempt.intent, parent: parent)
     if priority.isNone && launchWithoutTask(attempt, probe: probe) { return }
     let gated = runsOneAttemptAtATime
-    let task = TaskLaunch.start(priority: priority.taskPriority) {
+    let task = TaskLaunch.start(priority: priority) {
       let result = await self.runAttempt(attempt, probe: probe, gated: gated)
       // Its work returned: no attempt is this task's any more (see `alreadyOutside`).
       AttemptContext.alreadyOutside { self.endAttempt(attempt, with: result, probe: probe, gated: gated) }

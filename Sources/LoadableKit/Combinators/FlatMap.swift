@@ -122,7 +122,7 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     }
     if innerWait == nil, case .success = outcome {
       // The source delivered, wherever that happened: the transform runs on a task of its own.
-      TaskLaunch.start(priority: priority.taskPriority) { advance() }
+      TaskLaunch.start(priority: priority) { advance() }
     } else if context.driverBegun.load(ordering: .acquiring) {
       if !Trampoline.runHere(advance) { Trampoline.later(advance) }
     } else {

@@ -16,6 +16,9 @@ struct RawPriority: Comparable {
 
   init(_ priority: TaskPriority?) { rawValue = priority?.rawValue ?? 0 }
 
+  /// A priority that is there: no optional made and tested.
+  init(_ priority: TaskPriority) { rawValue = priority.rawValue }
+
   var isNone: Bool { rawValue == 0 }
 
   /// The priority, or `nil` for none.

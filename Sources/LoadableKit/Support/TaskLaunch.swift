@@ -41,7 +41,9 @@ package enum TaskLaunch {
   }
 
   /// Starts `operation` as a detached task, on the bound executor if there is one, at `priority`
-  /// (`nil`: the caller's, passed explicitly).
+  /// (``RawPriority/none``: the caller's, passed explicitly). A `RawPriority`, not a
+  /// `TaskPriority?`: an optional of the Concurrency module's resilient type is tested and copied
+  /// through its run-time value witnesses (~100 instructions a task).
   ///
   /// Detached: an attempt is shared, so the task that runs it inherits no task-local values from
   /// the caller, claim or dependent that happened to start it — a `withDependencies` override, a
@@ -50,12 +52,12 @@ package enum TaskLaunch {
   /// attempt, and the bound executor is bound again in the new task.
   @discardableResult
   static func start<Success: Sendable>(
-    priority: TaskPriority? = nil, _ operation: sending @escaping @isolated(any) () async -> Success
+    priority: RawPriority = .none, _ operation: sending @escaping @isolated(any) () async -> Success
   ) -> Task<Success, Never> {
     // Without an executor the task is made without a preference: `Task(executorPreference: nil)`
     // still records one on the task, and the runtime then takes the task's status lock to look it
     // up at every enqueue, switch and run (some 1,300 instructions a task, issue 13).
-    startDetached(priority: priority ?? Task.currentPriority, operation)
+    startDetached(priority: priority.isNone ? Task.currentPriority : TaskPriority(rawValue: priority.rawValue), operation)
   }
 
   /// Starts `operation` as a detached task — it inherits no task-local state from whoever happened
