@@ -1,28 +1,12 @@
-import Synchronization
-
 /// Test seams of ``ContentLoader``: internal, unset outside the tests that need them.
 ///
 /// Each is a task-local, set by a test around the work it watches (`seam.withValue(hook) { … }`)
-/// and read by the loader only once some test has set one: reading a task-local costs some 120
-/// instructions, two on every claim's begin and end.
+/// and read by the loader only once some test has set it (``GatedTaskLocal``): two are read on
+/// every claim's begin and end.
 @usableFromInline
 enum ContentLoaderSeams {
-  /// Set for good by the first test that sets a seam.
-  static let armed = Atomic<Bool>(false)
-
   /// A seam: a hook a test runs inside the loader.
-  struct Seam: Sendable {
-    private let local = TaskLocal<(@Sendable () -> Void)?>(wrappedValue: nil)
-
-    /// The test's hook, if this task set one.
-    var hook: (@Sendable () -> Void)? { armed.load(ordering: .relaxed) ? local.get() : nil }
-
-    /// Runs `operation` with `hook` as this seam's, on this task.
-    func withValue<R>(_ hook: @escaping @Sendable () -> Void, operation: () throws -> R) rethrows -> R {
-      armed.store(true, ordering: .relaxed)
-      return try local.withValue(hook, operation: operation)
-    }
-  }
+  typealias Seam = GatedTaskLocal<@Sendable () -> Void>
 
   /// Called by a refresh of a claimed key, under the loader's lock, right before it acts on the
   /// key's attempt: a test starts a load on another thread there, to land in the moment between
@@ -36,7 +20,7 @@ enum ContentLoaderSeams {
   static let afterClaimEnded = Seam()
 
   /// Runs ``afterClaimEnded`` if a test set it (for the claim's end, which is inlinable).
-  @usableFromInline static func claimEnded() { afterClaimEnded.hook?() }
+  @usableFromInline static func claimEnded() { afterClaimEnded.current?() }
 
   /// Called when the loader has added the claims' interest to a key's loadable (starting a load
   /// or joining the running one), under the loader's lock, before it reads what the loadable

@@ -37,7 +37,7 @@ extension ContentLoaderState {
     entry.refreshMark = nextUniqueID()
     let loading = entry.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code
     guard entry.claimCount > 0 || loading else { return }
-    ContentLoaderSeams.beforeRefreshActs.hook?()
+    ContentLoaderSeams.beforeRefreshActs.current?()
     // One step under the key's lock decides, not a status read before it: a running load —
     // whoever started it, and maybe before the change — is superseded by a fresh one at once
     // (SPEC §5: nothing waits behind a stale load); with none running, a claimed key starts one.
@@ -59,7 +59,7 @@ extension ContentLoaderState {
       // Pending before the step: if a load starts within it (on another thread, between the
       // decision and the interest), the read of the key finds the refresh pending and starts it.
       entry.refreshPending = true
-      ContentLoaderSeams.afterRefreshFoundNoLoad.hook?()
+      ContentLoaderSeams.afterRefreshFoundNoLoad.current?()
       if addInterest(entry, starting: .refresh, &effects) { entry.refreshPending = false }
       if let previous {
         effects.record(entry.removeInterest(from: previous), of: entry)

@@ -452,7 +452,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   @discardableResult
   mutating func addInterest(_ entry: Entry, starting intent: LoadIntent?, _ effects: inout Effects) -> Bool {
     let outcome = entry.addInterest(starting: intent)
-    ContentLoaderSeams.afterInterestAdded.hook?()
+    ContentLoaderSeams.afterInterestAdded.current?()
     entry.held = outcome.held
     if let started = outcome.started {
       reserveSlot(for: entry, attempt: started)

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Where LoadableKit starts its unstructured tasks (an attempt, a deferred cascade step).
 ///
 /// Unstructured tasks do not inherit a task executor preference, so without this hook a test
@@ -9,36 +7,9 @@ import Synchronization
 /// it again, so every task the library starts from inside the scenario runs on the test's
 /// executor too.
 package enum TaskLaunch {
-  /// The executor bound around a scenario (``BoundExecutor/withValue(_:operation:)``).
-  package static let executor = BoundExecutor()
-
-  /// A task-local executor, read only once some code bound one: reading a task-local costs some
-  /// 120 instructions, once for every task the library starts.
-  package struct BoundExecutor: Sendable {
-    private let local = TaskLocal<(any TaskExecutor)?>(wrappedValue: nil)
-    /// Set for good when an executor is first bound (before the task-local is, so a task that
-    /// sees the binding sees this too).
-    private static let everBound = Atomic<Bool>(false)
-
-    /// The executor bound on this task, if any.
-    package var current: (any TaskExecutor)? {
-      Self.everBound.load(ordering: .acquiring) ? local.get() : nil
-    }
-
-    /// Runs `operation` with `executor` bound on this task.
-    package func withValue<R>(_ executor: any TaskExecutor, operation: () throws -> R) rethrows -> R {
-      Self.everBound.store(true, ordering: .releasing)
-      return try local.withValue(executor, operation: operation)
-    }
-
-    /// Runs `operation` with `executor` bound on this task, on the caller's isolation.
-    package func withValue<R>(
-      _ executor: any TaskExecutor, isolation: isolated (any Actor)? = #isolation, operation: () async throws -> R
-    ) async rethrows -> R {
-      Self.everBound.store(true, ordering: .releasing)
-      return try await local.withValue(executor, operation: operation, isolation: isolation)
-    }
-  }
+  /// The executor bound around a scenario (`executor.withValue(_:operation:)`), read only once one
+  /// was bound.
+  package static let executor = GatedTaskLocal<any TaskExecutor>()
 
   /// Starts `operation` as a detached task, on the bound executor if there is one, at `priority`
   /// (``RawPriority/none``: the caller's, passed explicitly). A `RawPriority`, not a
