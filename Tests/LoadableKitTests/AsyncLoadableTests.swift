@@ -244,6 +244,60 @@ struct AsyncLoadableTests {
     #expect(calls.values == [true, true])
   }
 
+  /// An observer that cancels the attempt when it hears `.loading` does so inside the call that
+  /// started it, which delivers that change: the call's completion handler still runs after the
+  /// call returned (SPEC §1), once, with `CancellationError` — for a loadable, for a `map` and a
+  /// `zip` whose source's observer cancels them, and for a retry.
+  @Test(arguments: ["loadable", "retry", "map", "zip"])
+  func aCancelFromAnObserverInsideTheCallRunsTheCompletionAfterIt(shape: String) async throws {
+    let control = ControlledLoad<Int>()
+    let source = control.makeLoadable()
+    if shape == "retry" {
+      source.sync()
+      try await control.waitForStart()
+      control.fail(Boom(code: 1))
+      await eventually { source.loadStatus == .failed }
+    }
+    let loadable: AsyncLoadable<Int> =
+      switch shape {
+      case "map": source.map { $0 + 1 }
+      case "zip": zip([source]).map { $0[0] }
+      default: source
+      }
+    let observation = source.observeLoadStatus { status in
+      if status == .loading { loadable.cancelLoad() }
+    }
+    let calls = Recorder<String>()
+    @Sendable func completion(_ error: (any Error)?) {
+      calls.append("\(CallerTrace.id ?? "after the call") \(error.map { "\(type(of: $0))" } ?? "nil")")
+    }
+    CallerTrace.$id.withValue("inside the call") {
+      if shape == "retry" { loadable.retryLoad(completion: completion) } else { loadable.load(completion: completion) }
+    }
+    await eventually { calls.count == 1 }
+    observation.cancel()
+    #expect(calls.values == ["after the call CancellationError"])
+    #expect(loadable.loadStatus == .failed)
+  }
+
+  /// An answer known at once is still given inside the call (`load(completion:)`'s documentation),
+  /// even while another call's completion handler is held back on the same thread.
+  @Test func anAnswerKnownAtOnceRunsInsideTheCall() async throws {
+    let loaded = AsyncLoadable(content: 1)
+    let control = ControlledLoad<Int>()
+    let loading = control.makeLoadable()
+    let calls = Recorder<String>()
+    let observation = loading.observeLoadStatus { status in
+      if status == .loading { loaded.load { error in calls.append("\(CallerTrace.id ?? "after") \(error == nil)") } }
+    }
+    CallerTrace.$id.withValue("inside") { loading.load { _ in } }
+    #expect(calls.values == ["inside true"])
+    observation.cancel()
+    try await control.waitForStart()
+    control.resolve(1)
+    try await loading.load()
+  }
+
   @Test func syncIfNeededRefreshesStaleContent() async throws {
     final class Expiring: AsyncLoadable<Int>, @unchecked Sendable {
       let expired = Atomic<Bool>(false)

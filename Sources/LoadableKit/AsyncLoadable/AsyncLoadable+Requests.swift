@@ -117,16 +117,28 @@ extension AsyncLoadable {
       $0.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
     }
     AttemptContext.outside {
-      deliver(event, contentChanged: false)
       switch decision {
-      case .content: completion?(nil)
-      case .failure(let error): completion?(error)
-      case .joined, .none: break
-      // Started last, so that a fast attempt cannot call the completion handler while this call
-      // is still delivering the status change.
-      case .started(let attempt): launch(attempt, parent: parent)
+      case .content:
+        deliver(event, contentChanged: false)
+        completion?(nil)
+      case .failure(let error):
+        deliver(event, contentChanged: false)
+        completion?(error)
+      case .joined, .none, .started:
+        // The answer comes later: a handler the work below ends the attempt for (an observer of
+        // the status change that cancels it) runs after this call (`CompletionCall`).
+        guard completion != nil else { return proceed(decision, event, parent: parent) }
+        CompletionCall.run { proceed(decision, event, parent: parent) }
       }
     }
+  }
+
+  /// Delivers the status change of a request whose answer comes later, then starts the attempt
+  /// it started, if any: last, so that a fast attempt cannot call the completion handler while
+  /// this call is still delivering the status change.
+  private func proceed(_ decision: LoadStateMachine.Decision, _ event: LoadStateMachine.StatusEvent?, parent: AttemptContext?) {
+    deliver(event, contentChanged: false)
+    if case .started(let attempt) = decision { launch(attempt, parent: parent) }
   }
 
   /// Starts the task of a new attempt. The task keeps the loadable alive until it ends.

@@ -309,7 +309,9 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Calls `completion` once the resource has loaded or failed, as ``load()`` does.
   ///
   /// When the answer is already known, `completion` runs before this method returns; otherwise it
-  /// runs later, on the task that ran the attempt, never under a lock.
+  /// runs later, on the task that ran the attempt, never under a lock — and never inside this
+  /// call: when something it sets off ends the attempt on this thread (an observer of the status
+  /// change that cancels it), `completion` runs on a task of its own once the call returned.
   public final func load(completion: @escaping @Sendable ((any Error)?) -> Void) {
     submit(.load, completion: completion)
   }

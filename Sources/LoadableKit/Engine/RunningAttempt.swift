@@ -39,11 +39,43 @@ enum LoadWaiter {
   func resume(with result: Result<LoadDelivery, any Error>) {
     switch (self, result) {
     case (.task(let continuation), _): continuation.handOff(result)
-    case (.completion(let handler), .success): handler(nil)
-    case (.completion(let handler), .failure(let error)): handler(error)
+    case (.completion(let handler), .success): CompletionCall.resume(handler, nil)
+    case (.completion(let handler), .failure(let error)): CompletionCall.resume(handler, error)
     case (.dependent(let group, let index), _): group.arrive(index, result)
     case (.source(let context), _): context.sourceArrived(result)
     }
+  }
+}
+
+/// A call that registers a completion handler (`load(completion:)`, `retryLoad(completion:)`)
+/// whose answer is not known yet: the handler must not run before that call returned (SPEC §1).
+///
+/// The call itself never resumes it, but code it runs can: the status change it delivers reaches
+/// observers on this thread, and an observer that cancels the attempt (or one of its sources,
+/// whose failure ends it) ends it there, inside the call. So while such a call runs, a completion
+/// handler resumed on its thread is held back, and run on a task once the outermost such call
+/// has returned. Handlers resumed on other threads — an attempt that ends on its own task — are
+/// not held; nor is an answer known at once, which the call gives before it returns.
+enum CompletionCall {
+  /// Runs `body`, the work of a call that registered a completion handler, holding back the
+  /// handlers resumed meanwhile on this thread.
+  static func run(_ body: () -> Void) {
+    let thread = PerThread.current
+    thread.pointee.completionCallDepth += 1
+    body()
+    thread.pointee.completionCallDepth -= 1
+    guard thread.pointee.completionCallDepth == 0, !thread.pointee.deferredCompletions.isEmpty else { return }
+    let held = thread.pointee.deferredCompletions
+    thread.pointee.deferredCompletions = []
+    TaskLaunch.start { for handler in held { handler() } }
+  }
+
+  /// Calls `handler` with `error`, or holds it back when a call that registered a completion
+  /// handler runs on this thread (see ``run(_:)``).
+  static func resume(_ handler: @escaping LoadCompletion, _ error: (any Error)?) {
+    let thread = PerThread.current
+    guard thread.pointee.completionCallDepth > 0 else { return handler(error) }
+    thread.pointee.deferredCompletions.append { handler(error) }
   }
 }
 

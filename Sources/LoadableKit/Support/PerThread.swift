@@ -9,7 +9,8 @@ import Synchronization
 #endif
 
 /// What the library keeps for each thread: the ``Trampoline``'s depth and queue, the links
-/// that a `deinit` defers (``DeferredRelease``), and whether code runs outside every attempt.
+/// that a `deinit` defers (``DeferredRelease``), whether code runs outside every attempt, and the
+/// completion handlers held back until the call that registered them returned (``CompletionCall``).
 /// Only its own thread touches it, synchronously: no lock.
 ///
 /// A struct in memory of its own, reached through ``current``'s pointer: a `map` node's load
@@ -27,6 +28,11 @@ struct PerThread {
   /// How many ``AttemptContext/outside(_:)`` blocks are running on this thread, one inside the
   /// other: inside one, no attempt is the current task's (see there).
   var outsideDepth = 0
+  /// How many calls that registered a completion handler whose answer was not known are running
+  /// on this thread, one inside the other (``CompletionCall``), and the handlers that an attempt's
+  /// end resumed inside them, to run once the outermost has returned.
+  var completionCallDepth = 0
+  var deferredCompletions: [() -> Void] = []
 
   /// This thread's state, made on first use and destroyed with the thread.
   @inline(__always) static var current: UnsafeMutablePointer<PerThread> {
