@@ -70,6 +70,38 @@ struct AttemptTaskLocalTests {
     #expect(ends.values == [false])
   }
 
+  /// A `map`'s transform runs where its source's attempt ends, without a task of its own: on that
+  /// attempt's task. When a writer's synchronous call ends the source's attempt instead (a
+  /// `ContentLoader` key written while it loads), the transform does not run inside that call,
+  /// with the writer's task-locals — for a `map`, a `map` over a `zip` (whose combination ends
+  /// there too), and a chain of two.
+  @Test(arguments: ["map", "zip", "map chain"])
+  func aWriteToAKeyedSourceDoesNotRunAMapsTransformInTheWritersCall(shape: String) async throws {
+    let traces = Recorder<String>()
+    let control = ControlledLoad<Int>()
+    let keys = ContentLoader<String, Int, Int> { _ in
+      let value = try await control.operation()
+      return (value, value)
+    }
+    let source = keys.loadable(for: "k")
+    @Sendable func traced(_ value: Int) -> Int {
+      traces.append(CallerTrace.id ?? "none")
+      return value + 1
+    }
+    let view: AsyncLoadable<Int> =
+      switch shape {
+      case "zip": zip(source, AsyncLoadable(content: 10)).map { traced($0.0 + $0.1) }
+      case "map chain": source.map { $0 * 2 }.map(traced)
+      default: source.map(traced)
+      }
+    let load = Task { try await view.load() }
+    try await control.waitForStart()
+    CallerTrace.$id.withValue("writer") { _ = keys.set(1, version: 1, for: "k") }
+    try await load.value
+    #expect(view.content == (shape == "zip" ? 12 : shape == "map chain" ? 3 : 2))
+    #expect(traces.values == ["none"], "the transform ran inside the writer's call, with its task-locals")
+  }
+
   @Test func aLoadablesAttemptSeesNoTaskLocalOfItsCaller() async throws {
     let seen = Recorder<String>()
     let loadable = AsyncLoadable { () async -> Int in

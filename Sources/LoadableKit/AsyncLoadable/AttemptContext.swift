@@ -64,8 +64,28 @@ final class AttemptContext: Sendable {
   /// (its context ended, and any other bound was inherited from another task).
   static func alreadyOutside<R>(_ body: () throws -> R) rethrows -> R {
     assert(current == nil, "alreadyOutside(_:) inside an attempt")
-    return try counted(on: PerThread.current, body)
+    let thread = PerThread.current
+    thread.pointee.attemptTaskDepth += 1
+    defer { thread.pointee.attemptTaskDepth -= 1 }
+    return try counted(on: thread, body)
   }
+
+  /// Runs `body`, which ends an attempt on a task the library started for it (its own, or one an
+  /// attempt without a task ends on), so that attempts without a task which that end completes
+  /// may run their transforms here, inline (``isEndingOnAttemptTask``). ``alreadyOutside(_:)``
+  /// counts as one too.
+  static func endingOnAttemptTask(_ body: () -> Void) {
+    let thread = PerThread.current
+    thread.pointee.attemptTaskDepth += 1
+    body()
+    thread.pointee.attemptTaskDepth -= 1
+  }
+
+  /// Whether this thread is ending an attempt on a task the library started for it: none of a
+  /// caller's or a writer's task-locals are bound here (the task is detached), so a `map`'s
+  /// transform may run here without a task of its own (SPEC §1). Elsewhere — a writer's synchronous
+  /// call that ended a source's attempt (a `ContentLoader` key written while it loads) — it may not.
+  static var isEndingOnAttemptTask: Bool { PerThread.current.pointee.attemptTaskDepth > 0 }
 
   /// Runs `body` as a block outside any attempt on `thread` (see ``outside(_:)``).
   @inline(__always)

@@ -295,14 +295,20 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
   override func dependenciesDecided(
     _ outcome: DependencyGroup.Outcome, attempt: RunningAttempt, context: AttemptContext, probe: AttemptProbe?
   ) {
-    if context.driverBegun.load(ordering: .acquiring) {
+    // The transform runs where the sources' attempts ended when that is on an attempt's task,
+    // which binds no caller's task-locals; a failure runs no transform.
+    if context.driverBegun.load(ordering: .acquiring), !outcome.isSuccess || AttemptContext.isEndingOnAttemptTask {
       @Sendable func complete() { self.complete(attempt, context: context, probe: probe, with: outcome) }
       if !Trampoline.runHere(complete) { Trampoline.later(complete) }
     } else {
       // Decided inside the call that started the attempt (every source answered at once): the
       // attempt ends on a task, so that a completion handler registered by that call runs after
-      // it returned (SPEC §1), as it would after an attempt on a task.
-      TaskLaunch.start { self.complete(attempt, context: context, probe: probe, with: outcome) }
+      // it returned (SPEC §1), as it would after an attempt on a task. Or delivered inside a
+      // writer's synchronous call: the transform does not run there, with the writer's
+      // task-locals (SPEC §1).
+      TaskLaunch.start {
+        AttemptContext.endingOnAttemptTask { self.complete(attempt, context: context, probe: probe, with: outcome) }
+      }
     }
   }
 

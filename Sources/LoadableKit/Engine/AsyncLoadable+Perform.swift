@@ -186,7 +186,7 @@ extension AsyncLoadable: EffectsHost {
 
 extension Result {
   /// Whether it is a success, without a copy of its payload.
-  fileprivate var isSuccess: Bool {
+  var isSuccess: Bool {
     if case .success = self { true } else { false }
   }
 }

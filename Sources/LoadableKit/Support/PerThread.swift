@@ -28,6 +28,9 @@ struct PerThread {
   /// How many ``AttemptContext/outside(_:)`` blocks are running on this thread, one inside the
   /// other: inside one, no attempt is the current task's (see there).
   var outsideDepth = 0
+  /// How many ends of attempts on tasks the library started for them are running on this thread,
+  /// one inside the other (``AttemptContext/endingOnAttemptTask(_:)``).
+  var attemptTaskDepth = 0
   /// How many calls that registered a completion handler whose answer was not known are running
   /// on this thread, one inside the other (``CompletionCall``), and the handlers that an attempt's
   /// end resumed inside them, to run once the outermost has returned.
