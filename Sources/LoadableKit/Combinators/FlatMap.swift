@@ -81,9 +81,11 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   /// priority goes on to the loadable waited for, or to the next. A portal item of a map's graph
   /// paid a dependency group, two suspensions and its context bound as a task-local a load (#28).
   ///
-  /// An attempt a caller started runs on a task, as before: begun inside the caller's call, its
-  /// source's observers would run there, and a cancel from one of them would end the attempt, and
-  /// call the caller's completion handler, inside that call (SPEC §1).
+  /// An attempt a caller started runs on a task, as before. (It was kept there because, begun
+  /// inside the caller's call, a cancel from its source's observer ended it, and called the
+  /// caller's completion handler, inside that call, against SPEC §1: `CompletionCall` now holds
+  /// such a handler back for every loadable. Without a task a caller's attempt would save little:
+  /// its transform runs on a task of its own anyway.)
   override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
     guard let context = beginWithoutTask(attempt, probe: probe, forDependentsOnly: true) else { return false }
     let priority = RawPriority(Task.currentPriority)  // what the attempt's task would run at
