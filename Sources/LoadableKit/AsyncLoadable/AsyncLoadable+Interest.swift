@@ -83,9 +83,4 @@ extension AsyncLoadable {
       )
     }
   }
-
-  /// The count of successful attempts and the content, in one read.
-  final func versionedContent() -> (contentVersion: UInt64, content: Content?) {
-    state.withLock(owner: self) { ($0.contentVersion, $0.content(as: Content.self)) }
-  }
 }
