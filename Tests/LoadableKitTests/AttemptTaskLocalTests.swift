@@ -102,6 +102,39 @@ struct AttemptTaskLocalTests {
     #expect(traces.values == ["none"], "the transform ran inside the writer's call, with its task-locals")
   }
 
+  /// The same write made by an observer or a completion handler of another loadable, as that
+  /// loadable's attempt ends on its own task, inside a task-local the callback binds: a callback is
+  /// user code, and the `map`'s transform does not run inside its call either.
+  @Test(arguments: ["observer", "completion"])
+  func aWriteFromACallbackAtAnAttemptsEndDoesNotRunAMapsTransformInIt(callback: String) async throws {
+    let traces = Recorder<String>()
+    let control = ControlledLoad<Int>()
+    let keys = ContentLoader<String, Int, Int> { _ in
+      let value = try await control.operation()
+      return (value, value)
+    }
+    let view = keys.loadable(for: "k").map { value in
+      traces.append(CallerTrace.id ?? "none")
+      return value + 1
+    }
+    let load = Task { try await view.load() }
+    try await control.waitForStart()
+    @Sendable func write() { CallerTrace.$id.withValue(callback) { _ = keys.set(1, version: 1, for: "k") } }
+    let other = AsyncLoadable { 7 }
+    let observation = other.observeLoadStatus { status in
+      if callback == "observer", status == .loaded { write() }
+    }
+    if callback == "completion" {
+      other.load { _ in write() }
+    } else {
+      try await other.load()
+    }
+    try await load.value
+    observation.cancel()
+    #expect(view.content == 2)
+    #expect(traces.values == ["none"], "the transform ran inside the \(callback)'s call, with its task-locals")
+  }
+
   @Test func aLoadablesAttemptSeesNoTaskLocalOfItsCaller() async throws {
     let seen = Recorder<String>()
     let loadable = AsyncLoadable { () async -> Int in

@@ -87,6 +87,19 @@ final class AttemptContext: Sendable {
   /// call that ended a source's attempt (a `ContentLoader` key written while it loads) — it may not.
   static var isEndingOnAttemptTask: Bool { PerThread.current.pointee.attemptTaskDepth > 0 }
 
+  /// Runs `body`, user code that the library calls back (observers, completion handlers), as no
+  /// part of an attempt's end on its task: a task-local it binds around a write of its own must
+  /// not be seen by a transform that write lets run (see ``isEndingOnAttemptTask``).
+  @inline(__always)
+  static func runningCallbacks(_ body: () -> Void) {
+    let thread = PerThread.current
+    let depth = thread.pointee.attemptTaskDepth
+    guard depth > 0 else { return body() }
+    thread.pointee.attemptTaskDepth = 0
+    body()
+    thread.pointee.attemptTaskDepth = depth
+  }
+
   /// Runs `body` as a block outside any attempt on `thread` (see ``outside(_:)``).
   @inline(__always)
   private static func counted<R>(on thread: UnsafeMutablePointer<PerThread>, _ body: () throws -> R) rethrows -> R {

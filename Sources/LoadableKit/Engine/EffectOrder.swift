@@ -40,7 +40,9 @@ extension EffectsHost {
     guard !isEmpty(effects) else { return }
     cancelPhase(effects)
     AttemptContext.outside {
-      notifyPhase(effects)
+      // Observers are user code, no part of an attempt's end (`runningCallbacks`); the resume
+      // phase goes on with a chain of attempts without a task where this one ended.
+      AttemptContext.runningCallbacks { notifyPhase(effects) }
       resumePhase(effects)
     }
     // 5. What the state let go of is released with `effects`, after this.

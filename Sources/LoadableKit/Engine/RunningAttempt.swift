@@ -74,7 +74,7 @@ enum CompletionCall {
   /// handler runs on this thread (see ``run(_:)``).
   static func resume(_ handler: @escaping LoadCompletion, _ error: (any Error)?) {
     let thread = PerThread.current
-    guard thread.pointee.completionCallDepth > 0 else { return handler(error) }
+    guard thread.pointee.completionCallDepth > 0 else { return AttemptContext.runningCallbacks { handler(error) } }
     thread.pointee.deferredCompletions.append { handler(error) }
   }
 }
