@@ -280,6 +280,32 @@ struct AsyncLoadableTests {
     #expect(loadable.loadStatus == .failed)
   }
 
+  /// Only the registering call's own handler is held back: one whose call returned earlier, failed
+  /// by a `cancelLoad()` made inside another call, runs inside that `cancelLoad()`, before a
+  /// handler of the same loadable registered after it. (From the review: every handler resumed on
+  /// the thread was held back, and ran last.)
+  @Test func aCancelInsideAnotherCallRunsAnEarlierCallsHandlerInIt() async throws {
+    let controlA = ControlledLoad<Int>()
+    let a = controlA.makeLoadable()
+    let calls = Recorder<String>()
+    a.load { error in calls.append("a first \(error.map { "\(type(of: $0))" } ?? "nil")") }
+    try await controlA.waitForStart()
+    let controlB = ControlledLoad<Int>()
+    let b = controlB.makeLoadable()
+    let observation = b.observeLoadStatus { status in
+      guard status == .loading else { return }
+      a.cancelLoad()
+      calls.append("cancelLoad returned")
+      a.load { error in calls.append("a second \(error.map { "\(type(of: $0))" } ?? "nil")") }  // known at once
+    }
+    b.load { _ in }
+    observation.cancel()
+    #expect(calls.values == ["a first CancellationError", "cancelLoad returned", "a second CancellationError"])
+    try await controlB.waitForStart()
+    controlB.resolve(1)
+    try await b.load()
+  }
+
   /// An answer known at once is still given inside the call (`load(completion:)`'s documentation),
   /// even while another call's completion handler is held back on the same thread.
   @Test func anAnswerKnownAtOnceRunsInsideTheCall() async throws {

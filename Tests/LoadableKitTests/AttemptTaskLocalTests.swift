@@ -102,6 +102,65 @@ struct AttemptTaskLocalTests {
     #expect(traces.values == ["none"], "the transform ran inside the writer's call, with its task-locals")
   }
 
+  /// The write that sends a loading `map` on to a task of its own keeps the order of the key's
+  /// waiters: one that registered after the `map`'s wait is resumed after the `map` ended, and
+  /// finds it loaded (the ThreadSafety guide: a caller that returns finds `map` results current).
+  /// The write's own call returns before (the transform may not run inside it). (From the review.)
+  @Test func aKeysLaterWaiterFindsAMapThatAWriteSentToATaskLoaded() async throws {
+    let control = ControlledLoad<Int>()
+    let keys = ContentLoader<String, Int, Int> { _ in
+      let value = try await control.operation()
+      return (value, value)
+    }
+    let source = keys.loadable(for: "k")
+    let view = source.map { $0 + 1 }
+    let load = Task { try await view.load() }
+    try await control.waitForStart()  // the map's wait is the key's first waiter
+    let seen = Recorder<String>()
+    source.load { _ in seen.append("\(view.loadStatus) \(view.content.map { "\($0)" } ?? "nil")") }
+    _ = keys.set(1, version: 1, for: "k")
+    try await load.value
+    await eventually { seen.count == 1 }
+    #expect(seen.values == ["loaded 2"])
+  }
+
+  /// A `cancelLoad()` between the write that sent a `map`'s attempt on to a task and that task:
+  /// the attempt ends cancelled, and its transform does not run for it, nor records what it
+  /// derived from. (From the review: it ran, after `cancelLoad()` returned.) Run on a test
+  /// executor, so that the task runs once the write and the cancel have returned.
+  @Test func aMapAttemptCancelledBeforeItsTaskRanRunsNoTransform() async throws {
+    let control = ControlledLoad<Int>()
+    let keys = ContentLoader<String, Int, Int> { _ in
+      let value = try await control.operation()
+      return (value, value)
+    }
+    let runs = Recorder<Int>()
+    let view = keys.loadable(for: "k").map { value -> Int in
+      runs.append(value)
+      return value + 1
+    }
+    let calls = Recorder<String>()
+    let executor = ManualTaskExecutor()
+    _ = executor.spawn { view.load { error in calls.append(error.map { "\(type(of: $0))" } ?? "nil") } }
+    _ = executor.runInOrder()
+    #expect(control.startCount == 1)
+    _ = executor.spawn {
+      _ = keys.set(1, version: 1, for: "k")
+      view.cancelLoad()
+    }
+    _ = executor.runInOrder()
+    #expect(calls.values == ["CancellationError"])
+    #expect(view.loadStatus == .failed)
+    #expect(runs.values.isEmpty, "the transform ran for a cancelled attempt")
+    // Retried, it derives from the key's content: nothing recorded says it already did.
+    _ = executor.spawn { view.retryLoad { _ in } }
+    _ = executor.runInOrder()
+    #expect(view.content == 2)
+    #expect(runs.values == [1])
+    control.resolve(0)
+    _ = executor.runInOrder()
+  }
+
   /// The same write made by an observer or a completion handler of another loadable, as that
   /// loadable's attempt ends on its own task, inside a task-local the callback binds: a callback is
   /// user code, and the `map`'s transform does not run inside its call either.

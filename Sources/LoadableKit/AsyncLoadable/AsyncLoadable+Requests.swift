@@ -127,8 +127,8 @@ extension AsyncLoadable {
       case .joined, .none, .started:
         // The answer comes later: a handler the work below ends the attempt for (an observer of
         // the status change that cancels it) runs after this call (`CompletionCall`).
-        guard completion != nil else { return proceed(decision, event, parent: parent) }
-        CompletionCall.run { proceed(decision, event, parent: parent) }
+        guard let waiter else { return proceed(decision, event, parent: parent) }
+        CompletionCall.run(registering: waiter.0) { proceed(decision, event, parent: parent) }
       }
     }
   }

@@ -87,6 +87,19 @@ final class AttemptContext: Sendable {
   /// call that ended a source's attempt (a `ContentLoader` key written while it loads) — it may not.
   static var isEndingOnAttemptTask: Bool { PerThread.current.pointee.attemptTaskDepth > 0 }
 
+  /// Runs `step`, the end of an attempt without a task that may not end on this thread (a `map`
+  /// whose source's content a writer's call delivered), on a task of its own. Inside a resume of
+  /// waiters out of an attempt's task, the waiters after this one go on on that task too, after
+  /// it (``WaiterStore/resumeInOrder(with:on:)``).
+  static func goOnOnATask(_ step: @escaping @Sendable () -> Void) {
+    let thread = PerThread.current
+    if thread.pointee.goingOn != nil {
+      thread.pointee.goingOn!.append(step)
+    } else {
+      TaskLaunch.start { endingOnAttemptTask(step) }
+    }
+  }
+
   /// Runs `body`, user code that the library calls back (observers, completion handlers), as no
   /// part of an attempt's end on its task: a task-local it binds around a write of its own must
   /// not be seen by a transform that write lets run (see ``isEndingOnAttemptTask``).

@@ -295,19 +295,26 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
   override func dependenciesDecided(
     _ outcome: DependencyGroup.Outcome, attempt: RunningAttempt, context: AttemptContext, probe: AttemptProbe?
   ) {
-    // The transform runs where the sources' attempts ended when that is on an attempt's task,
-    // which binds no caller's task-locals; a failure runs no transform.
-    if context.driverBegun.load(ordering: .acquiring), !outcome.isSuccess || AttemptContext.isEndingOnAttemptTask {
+    if !context.driverBegun.load(ordering: .acquiring) {
+      // Decided inside the call that started the attempt (every source answered at once): the
+      // attempt ends on a task, so that a completion handler registered by that call runs after
+      // it returned (SPEC §1), as it would after an attempt on a task.
+      TaskLaunch.start {
+        AttemptContext.endingOnAttemptTask { self.complete(attempt, context: context, probe: probe, with: outcome) }
+      }
+    } else if !outcome.isSuccess || AttemptContext.isEndingOnAttemptTask {
+      // The transform runs where the sources' attempts ended when that is on an attempt's task,
+      // which binds no caller's task-locals; a failure runs no transform.
       @Sendable func complete() { self.complete(attempt, context: context, probe: probe, with: outcome) }
       if !Trampoline.runHere(complete) { Trampoline.later(complete) }
     } else {
-      // Decided inside the call that started the attempt (every source answered at once): the
-      // attempt ends on a task, so that a completion handler registered by that call runs after
-      // it returned (SPEC §1), as it would after an attempt on a task. Or delivered inside a
-      // writer's synchronous call: the transform does not run there, with the writer's
-      // task-locals (SPEC §1).
-      TaskLaunch.start {
-        AttemptContext.endingOnAttemptTask { self.complete(attempt, context: context, probe: probe, with: outcome) }
+      // Delivered inside somebody's synchronous call (a writer's): the transform does not run
+      // there, with its task-locals (SPEC §1), but on a task of its own — and not at all for an
+      // attempt cancelled meanwhile (its result would be dropped; what it derived from must not
+      // be recorded).
+      AttemptContext.goOnOnATask {
+        let current = self.withState { $0.attempt === attempt }
+        self.complete(attempt, context: context, probe: probe, with: current ? outcome : .failure(CancellationError()))
       }
     }
   }

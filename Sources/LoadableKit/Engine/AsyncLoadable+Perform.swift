@@ -55,7 +55,14 @@ extension AsyncLoadable: EffectsHost {
   }
 
   final func resumePhase(_ effects: LoadStateMachine.Effects) {
-    effects.waiters.forEachEntry { $0.resume(with: effects.result) }
+    // An attempt that ends on its own task resumes its waiters as they come; elsewhere (a
+    // writer's call, a cancel) they are resumed in an order that holds (`resumeInOrder`).
+    let thread = PerThread.current
+    if thread.pointee.attemptTaskDepth > 0 && thread.pointee.completionCalls.isEmpty {
+      effects.waiters.forEachEntry { $0.resume(with: effects.result) }
+    } else {
+      effects.waiters.resumeInOrder(with: effects.result, on: thread)
+    }
   }
 
   // The phases of effects read where they are kept: a loader carries out its keys' effects from

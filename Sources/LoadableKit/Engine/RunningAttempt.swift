@@ -24,7 +24,7 @@ struct LoadDelivery: Sendable {
 typealias LoadCompletion = @Sendable ((any Error)?) -> Void
 
 /// Somebody waiting for the running attempt.
-enum LoadWaiter {
+enum LoadWaiter: Sendable {
   case task(LoadContinuation)
   case completion(LoadCompletion)
   /// A dependent's attempt waiting without a task of its own: the group it waits with, and the
@@ -39,8 +39,8 @@ enum LoadWaiter {
   func resume(with result: Result<LoadDelivery, any Error>) {
     switch (self, result) {
     case (.task(let continuation), _): continuation.handOff(result)
-    case (.completion(let handler), .success): CompletionCall.resume(handler, nil)
-    case (.completion(let handler), .failure(let error)): CompletionCall.resume(handler, error)
+    case (.completion(let handler), .success): AttemptContext.runningCallbacks { handler(nil) }
+    case (.completion(let handler), .failure(let error)): AttemptContext.runningCallbacks { handler(error) }
     case (.dependent(let group, let index), _): group.arrive(index, result)
     case (.source(let context), _): context.sourceArrived(result)
     }
@@ -52,30 +52,73 @@ enum LoadWaiter {
 ///
 /// The call itself never resumes it, but code it runs can: the status change it delivers reaches
 /// observers on this thread, and an observer that cancels the attempt (or one of its sources,
-/// whose failure ends it) ends it there, inside the call. So while such a call runs, a completion
-/// handler resumed on its thread is held back, and run on a task once the outermost such call
-/// has returned. Handlers resumed on other threads — an attempt that ends on its own task — are
-/// not held; nor is an answer known at once, which the call gives before it returns.
+/// whose failure ends it) ends it there, inside the call. So while the call runs, its own handler,
+/// resumed on its thread, is held back, and run on a task once the call has returned. Other
+/// handlers run as they would (those of calls that returned already); so do handlers resumed on
+/// other threads (an attempt that ends on its own task), and an answer known at once, which the
+/// call gives before it returns.
 enum CompletionCall {
-  /// Runs `body`, the work of a call that registered a completion handler, holding back the
-  /// handlers resumed meanwhile on this thread.
-  static func run(_ body: () -> Void) {
+  /// Runs `body`, the work of the call that registered the completion waiter `id`, holding that
+  /// handler back if the work resumes it on this thread.
+  static func run(registering id: UInt64, _ body: () -> Void) {
     let thread = PerThread.current
-    thread.pointee.completionCallDepth += 1
+    thread.pointee.completionCalls.append((id, nil))
     body()
-    thread.pointee.completionCallDepth -= 1
-    guard thread.pointee.completionCallDepth == 0, !thread.pointee.deferredCompletions.isEmpty else { return }
-    let held = thread.pointee.deferredCompletions
-    thread.pointee.deferredCompletions = []
-    TaskLaunch.start { for handler in held { handler() } }
+    guard let held = thread.pointee.completionCalls.removeLast().held else { return }
+    TaskLaunch.start { held() }
   }
 
-  /// Calls `handler` with `error`, or holds it back when a call that registered a completion
-  /// handler runs on this thread (see ``run(_:)``).
-  static func resume(_ handler: @escaping LoadCompletion, _ error: (any Error)?) {
-    let thread = PerThread.current
-    guard thread.pointee.completionCallDepth > 0 else { return AttemptContext.runningCallbacks { handler(error) } }
-    thread.pointee.deferredCompletions.append { handler(error) }
+  /// Holds `handler`, resumed with `error`, back when it is the completion waiter `id` of a call
+  /// still running on `thread` (see ``run(registering:_:)``); returns whether it did.
+  static func holdBack(
+    _ handler: @escaping LoadCompletion, id: UInt64, _ error: (any Error)?, on thread: UnsafeMutablePointer<PerThread>
+  ) -> Bool {
+    guard let index = thread.pointee.completionCalls.lastIndex(where: { $0.id == id }) else { return false }
+    thread.pointee.completionCalls[index].held = { handler(error) }
+    return true
+  }
+}
+
+extension WaiterStore where Element == LoadWaiter {
+  /// Resumes every waiter with `result`, in registration order, where the attempt did not end on
+  /// a task of its own — a writer's call, a `cancelLoad()`, an observer — or a call that registered
+  /// a completion handler runs on this thread:
+  /// - that call's own handler is held back until it returned (``CompletionCall``);
+  /// - a waiter whose attempt without a task cannot end here (a `map` whose transform must not run
+  ///   inside this call: ``AttemptContext/goOnOnATask(_:)``) goes on on a task of its own, and the
+  ///   waiters after it are resumed there, after it: they find it ended, as they would have had
+  ///   it ended here (the ThreadSafety guide: a caller that returns finds `map` results current).
+  func resumeInOrder(with result: Result<LoadDelivery, any Error>, on thread: UnsafeMutablePointer<PerThread>) {
+    var entries = makeIterator()
+    while let (id, waiter) = entries.next() {
+      if case .completion(let handler) = waiter,
+        CompletionCall.holdBack(handler, id: id, result.failure, on: thread)
+      {
+        continue
+      }
+      let outer = thread.pointee.goingOn
+      thread.pointee.goingOn = []
+      waiter.resume(with: result)
+      let goingOn = thread.pointee.goingOn ?? []
+      thread.pointee.goingOn = outer
+      guard !goingOn.isEmpty else { continue }
+      var rest: [LoadWaiter] = []
+      while let (_, next) = entries.next() { rest.append(next) }
+      TaskLaunch.start {
+        AttemptContext.endingOnAttemptTask {
+          for step in goingOn { step() }
+          for waiter in rest { waiter.resume(with: result) }
+        }
+      }
+      return
+    }
+  }
+}
+
+extension Result {
+  /// The error of a failure, or `nil`.
+  var failure: Failure? {
+    if case .failure(let error) = self { error } else { nil }
   }
 }
 

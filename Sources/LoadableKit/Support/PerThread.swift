@@ -31,11 +31,14 @@ struct PerThread {
   /// How many ends of attempts on tasks the library started for them are running on this thread,
   /// one inside the other (``AttemptContext/endingOnAttemptTask(_:)``).
   var attemptTaskDepth = 0
-  /// How many calls that registered a completion handler whose answer was not known are running
-  /// on this thread, one inside the other (``CompletionCall``), and the handlers that an attempt's
-  /// end resumed inside them, to run once the outermost has returned.
-  var completionCallDepth = 0
-  var deferredCompletions: [() -> Void] = []
+  /// The calls that registered a completion handler whose answer was not known, running on this
+  /// thread one inside the other (``CompletionCall``): each one's waiter, and its handler once held
+  /// back, to run when the call has returned.
+  var completionCalls: [(id: UInt64, held: (() -> Void)?)] = []
+  /// While a waiter is resumed out of its attempt's task (``WaiterStore/resumeInOrder(with:on:)``):
+  /// the attempts without a task that it let go on on a task of their own
+  /// (``AttemptContext/goOnOnATask(_:)``); `nil` otherwise.
+  var goingOn: [@Sendable () -> Void]?
 
   /// This thread's state, made on first use and destroyed with the thread.
   @inline(__always) static var current: UnsafeMutablePointer<PerThread> {
