@@ -17,6 +17,14 @@ struct TraceWork: JobWork {
 /// caller, claim or dependent that started it; SPEC §5: nor does a key's load.
 @Suite("Attempts inherit no task-locals", .timeLimit(.minutes(1)))
 struct AttemptTaskLocalTests {
+  /// A loader whose keys' loads wait for `control`; a key's version is its value.
+  static func keys(loadingWith control: ControlledLoad<Int>) -> ContentLoader<String, Int, Int> {
+    ContentLoader { _ in
+      let value = try await control.operation()
+      return (value, value)
+    }
+  }
+
   @Test func aKeysLoadSeesNoTaskLocalOfTheClaimThatStartedIt() async throws {
     let seen = Recorder<String>()
     let loader = Loader(idleTimeout: nil) { _ in
@@ -79,10 +87,7 @@ struct AttemptTaskLocalTests {
   func aWriteToAKeyedSourceDoesNotRunAMapsTransformInTheWritersCall(shape: String) async throws {
     let traces = Recorder<String>()
     let control = ControlledLoad<Int>()
-    let keys = ContentLoader<String, Int, Int> { _ in
-      let value = try await control.operation()
-      return (value, value)
-    }
+    let keys = Self.keys(loadingWith: control)
     let source = keys.loadable(for: "k")
     @Sendable func traced(_ value: Int) -> Int {
       traces.append(CallerTrace.id ?? "none")
@@ -108,10 +113,7 @@ struct AttemptTaskLocalTests {
   /// The write's own call returns before (the transform may not run inside it). (From the review.)
   @Test func aKeysLaterWaiterFindsAMapThatAWriteSentToATaskLoaded() async throws {
     let control = ControlledLoad<Int>()
-    let keys = ContentLoader<String, Int, Int> { _ in
-      let value = try await control.operation()
-      return (value, value)
-    }
+    let keys = Self.keys(loadingWith: control)
     let source = keys.loadable(for: "k")
     let view = source.map { $0 + 1 }
     let load = Task { try await view.load() }
@@ -130,10 +132,7 @@ struct AttemptTaskLocalTests {
   /// executor, so that the task runs once the write and the cancel have returned.
   @Test func aMapAttemptCancelledBeforeItsTaskRanRunsNoTransform() async throws {
     let control = ControlledLoad<Int>()
-    let keys = ContentLoader<String, Int, Int> { _ in
-      let value = try await control.operation()
-      return (value, value)
-    }
+    let keys = Self.keys(loadingWith: control)
     let runs = Recorder<Int>()
     let view = keys.loadable(for: "k").map { value -> Int in
       runs.append(value)
@@ -168,10 +167,7 @@ struct AttemptTaskLocalTests {
   func aWriteFromACallbackAtAnAttemptsEndDoesNotRunAMapsTransformInIt(callback: String) async throws {
     let traces = Recorder<String>()
     let control = ControlledLoad<Int>()
-    let keys = ContentLoader<String, Int, Int> { _ in
-      let value = try await control.operation()
-      return (value, value)
-    }
+    let keys = Self.keys(loadingWith: control)
     let view = keys.loadable(for: "k").map { value in
       traces.append(CallerTrace.id ?? "none")
       return value + 1
