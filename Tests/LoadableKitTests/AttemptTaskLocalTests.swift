@@ -126,6 +126,30 @@ struct AttemptTaskLocalTests {
     #expect(seen.values == ["loaded 2"])
   }
 
+  /// The task a low-priority writer's call sends a `map`'s attempt on to runs at the attempt's
+  /// demand — the priority of the caller that started it, or of one that joined since — not at the
+  /// writer's (SPEC §1: an attempt's priority is set explicitly). (From the second review.)
+  @Test(arguments: [false, true])
+  func aMapThatAWriteSentToATaskRunsAtItsCallersPriority(raisedByAJoiningCaller: Bool) async throws {
+    let control = ControlledLoad<Int>()
+    let keys = Self.keys(loadingWith: control)
+    let seen = Recorder<TaskPriority>()
+    let view = keys.loadable(for: "k").map { value -> Int in
+      seen.append(Task.currentPriority)
+      return value + 1
+    }
+    let load = Task(priority: raisedByAJoiningCaller ? .background : .high) { try await view.load() }
+    try await control.waitForStart()  // the map's wait is the key's first waiter
+    let high = Task(priority: .high) { try await view.load() }
+    await eventually { view.waiterCount == 2 }
+    // Not awaited: an await of its value would raise the writer's priority to this test's.
+    Task.detached(priority: .background) { _ = keys.set(1, version: 1, for: "k") }
+    try await load.value
+    try await high.value
+    #expect(view.content == 2)
+    #expect(seen.values == [.high], "the transform ran at the writer's priority")
+  }
+
   /// A `cancelLoad()` between the write that sent a `map`'s attempt on to a task and that task:
   /// the attempt ends cancelled, and its transform does not run for it, nor records what it
   /// derived from. (From the review: it ran, after `cancelLoad()` returned.) Run on a test

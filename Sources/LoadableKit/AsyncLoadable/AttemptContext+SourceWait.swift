@@ -160,6 +160,7 @@ extension AttemptContext: AttemptDriver {
   func escalate(to priority: TaskPriority) {
     let raised = RawPriority(priority)
     let source = state.withLock(owner: self) { state -> (any DependencyNode)? in
+      if raised > state.demand { state.demand = raised }
       guard state.sourceWait != nil else {
         if raised > state.nextWaitPriority { state.nextWaitPriority = raised }
         return nil

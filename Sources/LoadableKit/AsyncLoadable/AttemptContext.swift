@@ -91,14 +91,18 @@ final class AttemptContext: Sendable {
   /// whose source's content a writer's call delivered), on a task of its own. Inside a resume of
   /// waiters out of an attempt's task, the waiters after this one go on on that task too, after
   /// it (``WaiterStore/resumeInOrder(with:on:)``).
-  static func goOnOnATask(_ step: @escaping @Sendable () -> Void) {
+  /// The task runs at `priority` (the attempt's demand), or the current task's if higher.
+  static func goOnOnATask(priority: RawPriority, _ step: @escaping @Sendable () -> Void) {
     let thread = PerThread.current
     if thread.pointee.goingOn != nil {
-      thread.pointee.goingOn!.append(step)
+      thread.pointee.goingOn!.append((priority, step))
     } else {
-      TaskLaunch.start { endingOnAttemptTask(step) }
+      TaskLaunch.start(priority: max(priority, RawPriority(Task.currentPriority))) { endingOnAttemptTask(step) }
     }
   }
+
+  /// The highest priority asked of this attempt without a task (``State/demand``).
+  var demand: RawPriority { state.withLock(owner: self) { $0.demand } }
 
   /// Runs `body`, user code that the library calls back (observers, completion handlers), as no
   /// part of an attempt's end on its task: a task-local it binds around a write of its own must
@@ -167,6 +171,10 @@ final class AttemptContext: Sendable {
     /// A priority raised while no wait was in progress (a `flatMap`'s attempt between its two
     /// waits, while its transform runs): passed on to the next wait as it begins.
     var nextWaitPriority = RawPriority.none
+    /// For an attempt without a task: the highest priority asked of it — the call that started
+    /// it, and each raise since — at which it goes on on a task of its own when it must
+    /// (``AttemptContext/goOnOnATask(priority:_:)``).
+    var demand = RawPriority.none
 
     /// Whether `id` received the intent.
     func hasClaimed(_ id: ObjectIdentifier) -> Bool {
@@ -238,11 +246,16 @@ final class AttemptContext: Sendable {
     }
   }
   /// (Not private: the source wait, in its own file, keeps its part of it.)
-  let state = Mutex(State())
+  let state: Mutex<State>
 
   /// Made on the attempt's own task, or, `onTask` being `false`, for an attempt without one (the
   /// current task's identity, which costs a look-up, is then of no use).
-  init(owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil, onTask: Bool = true) {
+  /// `demand`: an attempt without a task's first ``State/demand``.
+  init(
+    owner: any DependencyNode, intent: LoadIntent, attemptID: UInt64, probe: AttemptProbe? = nil, onTask: Bool = true,
+    demand: RawPriority = .none
+  ) {
+    self.state = Mutex(State(demand: demand))
     self.owner = owner
     self.intent = intent
     self.attemptID = attemptID

@@ -143,7 +143,10 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
         (state.extras?.dependencies.count ?? 0) == sourceCount,
         !forDependentsOnly || attempt.standing == .forDependents, state.tryEnterGate()
       else { return nil }
-      let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, onTask: false)
+      // What the attempt's task would have run at: where it must go on on a task, it does so.
+      let context = AttemptContext(
+        owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe, onTask: false,
+        demand: RawPriority(Task.currentPriority))
       attempt.context = context
       return context
     }
@@ -312,7 +315,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
       // there, with its task-locals (SPEC §1), but on a task of its own — and not at all for an
       // attempt cancelled meanwhile (its result would be dropped; what it derived from must not
       // be recorded).
-      AttemptContext.goOnOnATask {
+      AttemptContext.goOnOnATask(priority: context.demand) {
         let current = self.withState { $0.attempt === attempt }
         self.complete(attempt, context: context, probe: probe, with: current ? outcome : .failure(CancellationError()))
       }
