@@ -81,6 +81,12 @@ final class AttemptContext: Sendable {
     thread.pointee.attemptTaskDepth -= 1
   }
 
+  /// Starts a task, at `priority` (``RawPriority/none``: the caller's), on which `step` ends an
+  /// attempt without a task (``endingOnAttemptTask(_:)``).
+  static func endOnATask(priority: RawPriority = .none, _ step: @escaping @Sendable () -> Void) {
+    TaskLaunch.start(priority: priority) { endingOnAttemptTask(step) }
+  }
+
   /// Whether this thread is ending an attempt on a task the library started for it: none of a
   /// caller's or a writer's task-locals are bound here (the task is detached), so a `map`'s
   /// transform may run here without a task of its own (SPEC §1). Elsewhere — a writer's synchronous
@@ -97,7 +103,7 @@ final class AttemptContext: Sendable {
     if thread.pointee.goingOn != nil {
       thread.pointee.goingOn!.append((priority, step))
     } else {
-      TaskLaunch.start(priority: max(priority, RawPriority(Task.currentPriority))) { endingOnAttemptTask(step) }
+      endOnATask(priority: max(priority, RawPriority(Task.currentPriority)), step)
     }
   }
 

@@ -302,9 +302,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
       // Decided inside the call that started the attempt (every source answered at once): the
       // attempt ends on a task, so that a completion handler registered by that call runs after
       // it returned (SPEC §1), as it would after an attempt on a task.
-      TaskLaunch.start {
-        AttemptContext.endingOnAttemptTask { self.complete(attempt, context: context, probe: probe, with: outcome) }
-      }
+      AttemptContext.endOnATask { self.complete(attempt, context: context, probe: probe, with: outcome) }
     } else if !outcome.isSuccess || AttemptContext.isEndingOnAttemptTask {
       // The transform runs where the sources' attempts ended when that is on an attempt's task,
       // which binds no caller's task-locals; a failure runs no transform.

@@ -124,13 +124,13 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     }
     if innerWait == nil, case .success = outcome {
       // The source delivered, wherever that happened: the transform runs on a task of its own.
-      TaskLaunch.start(priority: priority) { AttemptContext.endingOnAttemptTask(advance) }
+      AttemptContext.endOnATask(priority: priority, advance)
     } else if context.driverBegun.load(ordering: .acquiring) {
       if !Trampoline.runHere(advance) { Trampoline.later(advance) }
     } else {
       // Decided inside the call that started the attempt: it ends on a task, so that it does not
       // end inside that call, as a `map`'s does.
-      TaskLaunch.start { AttemptContext.endingOnAttemptTask(advance) }
+      AttemptContext.endOnATask(advance)
     }
   }
 

@@ -39,8 +39,7 @@ enum LoadWaiter: Sendable {
   func resume(with result: Result<LoadDelivery, any Error>) {
     switch (self, result) {
     case (.task(let continuation), _): continuation.handOff(result)
-    case (.completion(let handler), .success): AttemptContext.runningCallbacks { handler(nil) }
-    case (.completion(let handler), .failure(let error)): AttemptContext.runningCallbacks { handler(error) }
+    case (.completion(let handler), _): AttemptContext.runningCallbacks { handler(result.failure) }
     case (.dependent(let group, let index), _): group.arrive(index, result)
     case (.source(let context), _): context.sourceArrived(result)
     }
@@ -106,11 +105,9 @@ extension WaiterStore where Element == LoadWaiter {
       while let (_, next) = entries.next() { rest.append(next) }
       // At the steps' demand, or this call's priority if higher (the waiters after them wait too).
       let priority = goingOn.reduce(RawPriority(Task.currentPriority)) { Swift.max($0, $1.priority) }
-      TaskLaunch.start(priority: priority) {
-        AttemptContext.endingOnAttemptTask {
-          for (_, step) in goingOn { step() }
-          for waiter in rest { waiter.resume(with: result) }
-        }
+      AttemptContext.endOnATask(priority: priority) { [rest] in
+        for (_, step) in goingOn { step() }
+        for waiter in rest { waiter.resume(with: result) }
       }
       return
     }
