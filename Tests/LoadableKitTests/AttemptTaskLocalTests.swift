@@ -142,6 +142,8 @@ struct AttemptTaskLocalTests {
     try await control.waitForStart()  // the map's wait is the key's first waiter
     let high = Task(priority: .high) { try await view.load() }
     await eventually { view.waiterCount == 2 }
+    // The raise reaches the attempt's context after the caller joined: the write comes once it has.
+    await eventually { view.withState { $0.attempt?.context?.demand ?? .none } >= RawPriority(.high) }
     // Not awaited: an await of its value would raise the writer's priority to this test's.
     Task.detached(priority: .background) { _ = keys.set(1, version: 1, for: "k") }
     try await load.value
