@@ -152,6 +152,31 @@ struct AttemptTaskLocalTests {
     #expect(seen.values == [.high], "the transform ran at the writer's priority")
   }
 
+  /// The same for a `zip`, whose attempt a dependency group drives: a raise passed down to it by a
+  /// caller that joined after it started is its demand too. (It was not recorded: the `zip` went
+  /// on at its starter's priority, and the `map` over it with it.)
+  @Test func aZipThatAWriteSentToATaskRunsAtAJoiningCallersPriority() async throws {
+    let control = ControlledLoad<Int>()
+    let keys = Self.keys(loadingWith: control)
+    let seen = Recorder<TaskPriority>()
+    let zipped = zip(keys.loadable(for: "k"), AsyncLoadable { 10 })
+    let view = zipped.map { pair -> Int in
+      seen.append(Task.currentPriority)
+      return pair.0 + pair.1
+    }
+    let load = Task(priority: .background) { try await view.load() }
+    try await control.waitForStart()
+    let high = Task(priority: .high) { try await view.load() }
+    await eventually { view.waiterCount == 2 }
+    // The raise goes from the `map`'s attempt down to the `zip`'s; the write comes once it is there.
+    await eventually { zipped.withState { $0.attempt?.context?.demand ?? .none } >= RawPriority(.high) }
+    Task.detached(priority: .background) { _ = keys.set(1, version: 1, for: "k") }
+    try await load.value
+    try await high.value
+    #expect(view.content == 11)
+    #expect(seen.values == [.high], "the zip went on at its starter's priority")
+  }
+
   /// A `cancelLoad()` between the write that sent a `map`'s attempt on to a task and that task:
   /// the attempt ends cancelled, and its transform does not run for it, nor records what it
   /// derived from. (From the review: it ran, after `cancelLoad()` returned.) Run on a test

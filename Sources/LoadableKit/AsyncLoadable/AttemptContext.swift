@@ -110,6 +110,15 @@ final class AttemptContext: Sendable {
   /// The highest priority asked of this attempt without a task (``State/demand``).
   var demand: RawPriority { state.withLock(owner: self) { $0.demand } }
 
+  /// Records a priority raised for this attempt in its ``State/demand``, for a driver that keeps
+  /// no state in the context (a `zip`'s dependency group; a `map`'s wait records it as it passes
+  /// the raise on).
+  func raiseDemand(to priority: RawPriority) {
+    state.withLock(owner: self) { state in
+      if priority > state.demand { state.demand = priority }
+    }
+  }
+
   /// Runs `body`, user code that the library calls back (observers, completion handlers), as no
   /// part of an attempt's end on its task: a task-local it binds around a write of its own must
   /// not be seen by a transform that write lets run (see ``isEndingOnAttemptTask``).

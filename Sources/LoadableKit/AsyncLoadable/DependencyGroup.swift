@@ -366,6 +366,9 @@ final class DependencyGroup: AttemptDriver {
   /// Passes a raised priority on to the dependencies still awaited, once per higher priority: the
   /// driver's escalation, and the awaiting task's (``escalatingPriority(_:)``).
   func escalate(to priority: TaskPriority) {
+    // The attempt's demand, at which it goes on on a task of its own when it must (a `zip` whose
+    // last input a writer's call delivered: `CombinedLoadable.dependenciesDecided`).
+    context.raiseDemand(to: RawPriority(priority))
     let nodes = state.withLock(owner: self) { state -> [any DependencyNode] in
       if state.isDecided { return [] }
       if RawPriority(priority) <= state.escalated { return [] }
