@@ -6,8 +6,8 @@
 /// What differs is who decides: nobody may *start* a job by awaiting it, so ``awaitOutcome()``
 /// joins the attempt (preparing it when none exists yet, without starting a task), the owner
 /// starts its task (``launchOwnedAttempt(_:)``), and the owner says how it ended
-/// (``conclude(with:)``), which may be before its task returns (a job that is cancelled ends only
-/// when its work stops; one that never ran ends at once).
+/// (``conclude(with:)``): before its task returns, or without a task at all (a job cancelled
+/// before it ran). The outcome is the owner's alone, stored once, in the attempt.
 extension LoadStateMachine {
   /// The attempt callers join and the owner launches: the current one, or a new one that nobody
   /// else can cancel (it is *wanted*, so a caller leaving never cascades).
@@ -86,18 +86,16 @@ extension AsyncLoadable {
   }
 
   /// Starts the task of the owned attempt (preparing the attempt when nobody waits yet), running
-  /// `operation`. When the task returns, the attempt ends with its result, unless the owner
-  /// concluded it first (``conclude(with:)``). The task keeps the loadable alive until it ends.
+  /// `operation`, which ends the attempt before it returns: the owner says how
+  /// (``conclude(with:)``), and the outcome is stored once, in the attempt. The task keeps the
+  /// loadable alive until it ends.
   @discardableResult
-  final func launchOwnedAttempt(
-    _ operation: @escaping @Sendable () async -> Result<Content, any Error>
-  ) -> Task<Void, Never> {
+  final func launchOwnedAttempt(_ operation: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
     let (attempt, event) = withState { $0.prepareOwnedAttempt() }
     AttemptContext.outside { deliver(event, contentChanged: false) }
     let task = TaskLaunch.start {
-      let result = await operation().boxed()
-      let now = MonotonicInstant.now  // read before the lock, as `endAttempt` does
-      self.perform(self.withState { $0.finish(attempt, with: result, now: now) })
+      await operation()
+      assert(self.withState { $0.attempt !== attempt }, "an owned attempt's task returned before its owner concluded it")
     }
     let (cancel, escalate) = withState { $0.attach(.task(task), to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }

@@ -11,11 +11,8 @@ extension Job {
   /// Starts the task of run `runID`: the task of the run's attempt (`run`), which keeps the job
   /// alive until the work stops.
   func launch(_ runID: UInt64) {
-    let task = run.launchOwnedAttempt {
-      await self.drive(runID: runID, clock: self.options.clock)
-      // The job concluded the attempt when it ended (`finish`); this result is not used.
-      return .failure(CancellationError())
-    }
+    // Every way out of `drive` ends the job (`finish`), which concludes the run's attempt.
+    let task = run.launchOwnedAttempt { await self.drive(runID: runID, clock: self.options.clock) }
     if withState({ $0.launched(runID: runID) }) { task.cancel() }
   }
 
