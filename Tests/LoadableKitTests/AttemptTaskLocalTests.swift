@@ -177,6 +177,53 @@ struct AttemptTaskLocalTests {
     #expect(seen.values == [.high], "the zip went on at its starter's priority")
   }
 
+  /// A raise that reaches a `map`'s attempt after a write sent it on to a task, before that task
+  /// ran, raises that task: the transform runs at the raised priority. (It ran at the priority the
+  /// task was started at.) On a test executor, so that the task waits while the raise comes.
+  /// (With a later waiter on the key, the `map` goes on on the task that resumes that waiter.)
+  @Test(arguments: ["map", "zip", "map, a later waiter"])
+  func aRaiseAfterAWriteSentAnAttemptToATaskRaisesThatTask(shape: String) async throws {
+    let control = ControlledLoad<Int>()
+    let keys = Self.keys(loadingWith: control)
+    let seen = Recorder<TaskPriority>()
+    let key = keys.loadable(for: "k")
+    let zipped = zip(key, AsyncLoadable { 0 })
+    @Sendable func record(_ value: Int) -> Int {
+      seen.append(Task.currentPriority)
+      return value + 1
+    }
+    // With a `zip`, its attempt is the one the write sends on; the raise goes down to it from the
+    // `map` over it.
+    let view = shape == "zip" ? zipped.map { record($0.0 + $0.1) } : key.map(record)
+    let sentOnDemand = {
+      shape != "zip"
+        ? view.withState { $0.attempt?.context?.demand ?? .none }
+        : zipped.withState { $0.attempt?.context?.demand ?? .none }
+    }
+    let executor = ManualTaskExecutor()
+    @Sendable func start(_ priority: TaskPriority, _ operation: @escaping @Sendable () async -> Void) {
+      TaskLaunch.executor.withValue(executor) { _ = Task(executorPreference: executor, priority: priority, operation: operation) }
+    }
+    start(.background) { try? await view.load() }
+    _ = executor.runInOrder()
+    #expect(control.startCount == 1)
+    if shape == "map, a later waiter" {
+      start(.background) { try? await key.load() }
+      _ = executor.runInOrder()
+      #expect(key.waiterCount == 2)
+    }
+    start(.background) { _ = keys.set(1, version: 1, for: "k") }
+    _ = executor.runInOrder(maxSteps: 1)  // the write: the attempt goes on on a task, not run yet
+    #expect(sentOnDemand() == RawPriority(.background))
+    #expect(seen.values.isEmpty)
+    view.escalateRunningAttempt(to: .high)
+    _ = executor.runInOrder()
+    #expect(view.content == 2)
+    #expect(seen.values == [.high], "the task the attempt went on on ran at the priority it was started at")
+    control.resolve(0)
+    _ = executor.runInOrder()
+  }
+
   /// A `cancelLoad()` between the write that sent a `map`'s attempt on to a task and that task:
   /// the attempt ends cancelled, and its transform does not run for it, nor records what it
   /// derived from. (From the review: it ran, after `cancelLoad()` returned.) Run on a test

@@ -159,8 +159,10 @@ extension AttemptContext: AttemptDriver {
   /// between two waits (a `flatMap`'s), on to the next one when it begins.
   func escalate(to priority: TaskPriority) {
     let raised = RawPriority(priority)
+    var wentOnTo: Task<Void, Never>?
     let source = state.withLock(owner: self) { state -> (any DependencyNode)? in
       if raised > state.demand { state.demand = raised }
+      wentOnTo = state.wentOnTo
       guard state.sourceWait != nil else {
         if raised > state.nextWaitPriority { state.nextWaitPriority = raised }
         return nil
@@ -169,6 +171,7 @@ extension AttemptContext: AttemptDriver {
       state.sourceWait!.escalated = raised
       return state.waitedNode(state.sourceWait!.sourceID)
     }
+    wentOnTo?.escalatePriority(to: priority)  // the task it went on on (`goOnOnATask`), if any
     guard let source else { return }
     Trampoline.run { source.escalateRunningAttempt(to: priority) }
   }

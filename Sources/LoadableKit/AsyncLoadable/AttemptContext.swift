@@ -83,7 +83,8 @@ final class AttemptContext: Sendable {
 
   /// Starts a task, at `priority` (``RawPriority/none``: the caller's), on which `step` ends an
   /// attempt without a task (``endingOnAttemptTask(_:)``).
-  static func endOnATask(priority: RawPriority = .none, _ step: @escaping @Sendable () -> Void) {
+  @discardableResult
+  static func endOnATask(priority: RawPriority = .none, _ step: @escaping @Sendable () -> Void) -> Task<Void, Never> {
     TaskLaunch.start(priority: priority) { endingOnAttemptTask(step) }
   }
 
@@ -97,26 +98,47 @@ final class AttemptContext: Sendable {
   /// whose source's content a writer's call delivered), on a task of its own. Inside a resume of
   /// waiters out of an attempt's task, the waiters after this one go on on that task too, after
   /// it (``WaiterStore/resumeInOrder(with:on:)``).
-  /// The task runs at `priority` (the attempt's demand), or the current task's if higher.
-  static func goOnOnATask(priority: RawPriority, _ step: @escaping @Sendable () -> Void) {
+  /// The task runs at the attempt's demand (``State/demand``), or the current task's if higher,
+  /// and is raised by a raise that comes before it ran `step`.
+  static func goOnOnATask(for context: AttemptContext, _ step: @escaping @Sendable () -> Void) {
     let thread = PerThread.current
     if thread.pointee.goingOn != nil {
-      thread.pointee.goingOn!.append((priority, step))
+      thread.pointee.goingOn!.append((context, step))
     } else {
-      endOnATask(priority: max(priority, RawPriority(Task.currentPriority)), step)
+      let priority = max(context.demand, RawPriority(Task.currentPriority))
+      context.wentOn(to: endOnATask(priority: priority) { context.runWentOnStep(step) }, at: priority)
     }
   }
 
   /// The highest priority asked of this attempt without a task (``State/demand``).
   var demand: RawPriority { state.withLock(owner: self) { $0.demand } }
 
+  /// The attempt went on on `task`, started at `priority`: a raise that came since is passed on
+  /// to it, and so is each one until it ran its step (``raiseDemand(to:)``).
+  func wentOn(to task: Task<Void, Never>, at priority: RawPriority) {
+    let demand = state.withLock(owner: self) { state -> RawPriority in
+      state.wentOnTo = task
+      return state.demand
+    }
+    if demand > priority { task.escalatePriority(to: TaskPriority(rawValue: demand.rawValue)) }
+  }
+
+  /// Runs `step` on the task the attempt went on on: raises no longer go to that task after it.
+  func runWentOnStep(_ step: () -> Void) {
+    let task = state.withLock(owner: self) { $0.wentOnTo.take() }
+    _ = consume task  // released after the lock
+    step()
+  }
+
   /// Records a priority raised for this attempt in its ``State/demand``, for a driver that keeps
   /// no state in the context (a `zip`'s dependency group; a `map`'s wait records it as it passes
-  /// the raise on).
+  /// the raise on), and passes it on to the task the attempt went on on, if any.
   func raiseDemand(to priority: RawPriority) {
-    state.withLock(owner: self) { state in
+    let task = state.withLock(owner: self) { state -> Task<Void, Never>? in
       if priority > state.demand { state.demand = priority }
+      return state.wentOnTo
     }
+    task?.escalatePriority(to: TaskPriority(rawValue: priority.rawValue))
   }
 
   /// Runs `body`, user code that the library calls back (observers, completion handlers), as no
@@ -188,8 +210,11 @@ final class AttemptContext: Sendable {
     var nextWaitPriority = RawPriority.none
     /// For an attempt without a task: the highest priority asked of it — the call that started
     /// it, and each raise since — at which it goes on on a task of its own when it must
-    /// (``AttemptContext/goOnOnATask(priority:_:)``).
+    /// (``AttemptContext/goOnOnATask(for:_:)``).
     var demand = RawPriority.none
+    /// The task it went on on, until that task ran its step: a raise that comes meanwhile is
+    /// passed on to it.
+    var wentOnTo: Task<Void, Never>?
 
     /// Whether `id` received the intent.
     func hasClaimed(_ id: ObjectIdentifier) -> Bool {

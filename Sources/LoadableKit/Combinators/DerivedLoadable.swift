@@ -313,7 +313,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
       // there, with its task-locals (SPEC §1), but on a task of its own — and not at all for an
       // attempt cancelled meanwhile (its result would be dropped; what it derived from must not
       // be recorded).
-      AttemptContext.goOnOnATask(priority: context.demand) {
+      AttemptContext.goOnOnATask(for: context) {
         let current = self.withState { $0.attempt === attempt }
         self.complete(attempt, context: context, probe: probe, with: current ? outcome : .failure(CancellationError()))
       }

@@ -84,7 +84,7 @@ extension WaiterStore where Element == LoadWaiter {
   /// a completion handler runs on this thread:
   /// - that call's own handler is held back until it returned (``CompletionCall``);
   /// - a waiter whose attempt without a task cannot end here (a `map` whose transform must not run
-  ///   inside this call: ``AttemptContext/goOnOnATask(priority:_:)``) goes on on a task of its own, and the
+  ///   inside this call: ``AttemptContext/goOnOnATask(for:_:)``) goes on on a task of its own, and the
   ///   waiters after it are resumed there, after it: they find it ended, as they would have had
   ///   it ended here (the ThreadSafety guide: a caller that returns finds `map` results current).
   func resumeInOrder(with result: Result<LoadDelivery, any Error>, on thread: UnsafeMutablePointer<PerThread>) {
@@ -104,11 +104,12 @@ extension WaiterStore where Element == LoadWaiter {
       var rest: [LoadWaiter] = []
       while let (_, next) = entries.next() { rest.append(next) }
       // At the steps' demand, or this call's priority if higher (the waiters after them wait too).
-      let priority = goingOn.reduce(RawPriority(Task.currentPriority)) { Swift.max($0, $1.priority) }
-      AttemptContext.endOnATask(priority: priority) { [rest] in
-        for (_, step) in goingOn { step() }
+      let priority = goingOn.reduce(RawPriority(Task.currentPriority)) { Swift.max($0, $1.context.demand) }
+      let task = AttemptContext.endOnATask(priority: priority) { [rest] in
+        for (context, step) in goingOn { context.runWentOnStep(step) }
         for waiter in rest { waiter.resume(with: result) }
       }
+      for (context, _) in goingOn { context.wentOn(to: task, at: priority) }
       return
     }
   }

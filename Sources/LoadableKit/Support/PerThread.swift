@@ -37,8 +37,8 @@ struct PerThread {
   var completionCalls: [(id: UInt64, held: (() -> Void)?)] = []
   /// While a waiter is resumed out of its attempt's task (``WaiterStore/resumeInOrder(with:on:)``):
   /// the attempts without a task that it let go on on a task of their own
-  /// (``AttemptContext/goOnOnATask(priority:_:)``), each with its demand; `nil` otherwise.
-  var goingOn: [(priority: RawPriority, step: @Sendable () -> Void)]?
+  /// (``AttemptContext/goOnOnATask(for:_:)``), each with its context; `nil` otherwise.
+  var goingOn: [(context: AttemptContext, step: @Sendable () -> Void)]?
 
   /// This thread's state, made on first use and destroyed with the thread.
   @inline(__always) static var current: UnsafeMutablePointer<PerThread> {
