@@ -162,11 +162,6 @@ final class AttemptContext: Sendable {
     return try body()
   }
 
-  /// ``outside(_:)`` for asynchronous work.
-  static func outside<R>(_ body: () async throws -> R) async rethrows -> R {
-    current == nil ? try await body() : try await $bound.withValue(nil, operation: body)
-  }
-
   let owner: any DependencyNode
   let intent: LoadIntent
   /// The running attempt's identifier, the parent of the attempts it asks for (instruments).

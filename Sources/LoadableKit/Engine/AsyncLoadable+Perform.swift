@@ -190,10 +190,3 @@ extension AsyncLoadable: EffectsHost {
     }
   }
 }
-
-extension Result {
-  /// Whether it is a success, without a copy of its payload.
-  var isSuccess: Bool {
-    if case .success = self { true } else { false }
-  }
-}

@@ -120,6 +120,11 @@ extension Result {
   var failure: Failure? {
     if case .failure(let error) = self { error } else { nil }
   }
+
+  /// Whether it is a success, without a copy of its payload.
+  var isSuccess: Bool {
+    if case .success = self { true } else { false }
+  }
 }
 
 /// The waiters of an attempt, in registration order (``WaiterStore``): the first one inline, since

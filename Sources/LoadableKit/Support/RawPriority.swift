@@ -14,15 +14,10 @@ struct RawPriority: Comparable {
 
   init(rawValue: UInt8) { self.rawValue = rawValue }
 
-  init(_ priority: TaskPriority?) { rawValue = priority?.rawValue ?? 0 }
-
   /// A priority that is there: no optional made and tested.
   init(_ priority: TaskPriority) { rawValue = priority.rawValue }
 
   var isNone: Bool { rawValue == 0 }
-
-  /// The priority, or `nil` for none.
-  var taskPriority: TaskPriority? { isNone ? nil : TaskPriority(rawValue: rawValue) }
 
   /// Calls `body` with the priority, unless there is none; no `TaskPriority?` is made.
   @inline(__always) func ifSome(_ body: (TaskPriority) -> Void) {

@@ -22,8 +22,6 @@ struct JobMessageLog: Sendable {
   /// The messages kept, oldest first.
   var messages: [JobMessage] { Array(storage[start...]) }
 
-  var count: Int { storage.count - start }
-
   /// How many messages the storage holds, dropped ones not yet removed included: at most
   /// ``limit`` plus `max(limit, 16)`. For the tests that check the log stays bounded.
   var storageCount: Int { storage.count }

@@ -38,8 +38,6 @@ struct JobObservers<Output: Sendable> {
   private var entries: [UInt64: Entry] = [:]
   private var queue = DeliveryQueue<Queued>()
 
-  var isEmpty: Bool { entries.isEmpty }
-
   /// Queues `delivery` for every observer (a progress step only for those that do not know it).
   /// Returns `true` when the caller must drain.
   mutating func enqueue(_ delivery: JobDelivery<Output>) -> Bool {

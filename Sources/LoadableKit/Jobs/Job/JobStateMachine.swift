@@ -65,7 +65,6 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   struct Released: Sendable {
     var checkpoint: Checkpoint?
     var error: (any Error)?
-    var observers: [ObserverEntry] = []
   }
 
   enum CancelOutcome: Equatable, Sendable {
