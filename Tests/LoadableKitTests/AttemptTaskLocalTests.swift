@@ -159,7 +159,13 @@ struct AttemptTaskLocalTests {
     let control = ControlledLoad<Int>()
     let keys = Self.keys(loadingWith: control)
     let seen = Recorder<TaskPriority>()
-    let zipped = zip(keys.loadable(for: "k"), AsyncLoadable { 10 })
+    // The other input loaded first: the write's answer is the one that decides the `zip`. (Had
+    // the other input's attempt ended, without having resumed its waiters, while the raise came,
+    // the raise would stop there — a window not closed — and the `zip` go on where that input's
+    // task resumed it, after the write.)
+    let ten = AsyncLoadable { 10 }
+    try await ten.load()
+    let zipped = zip(keys.loadable(for: "k"), ten)
     let view = zipped.map { pair -> Int in
       seen.append(Task.currentPriority)
       return pair.0 + pair.1

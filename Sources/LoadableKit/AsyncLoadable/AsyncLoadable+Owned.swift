@@ -95,7 +95,11 @@ extension AsyncLoadable {
     AttemptContext.outside { deliver(event, contentChanged: false) }
     let task = TaskLaunch.start {
       await operation()
-      assert(self.withState { $0.attempt !== attempt }, "an owned attempt's task returned before its owner concluded it")
+      // Its callers would wait for ever: a broken contract traps in a debug build, and fails them
+      // in a release build.
+      guard self.withState({ $0.attempt === attempt }) else { return }
+      assertionFailure("an owned attempt's task returned before its owner concluded it")
+      self.conclude(with: .failure(CancellationError()))
     }
     let (cancel, escalate) = withState { $0.attach(.task(task), to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }

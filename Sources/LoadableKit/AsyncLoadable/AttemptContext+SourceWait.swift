@@ -162,7 +162,7 @@ extension AttemptContext: AttemptDriver {
     var wentOnTo: Task<Void, Never>?
     let source = state.withLock(owner: self) { state -> (any DependencyNode)? in
       if raised > state.demand { state.demand = raised }
-      wentOnTo = state.wentOnTo
+      wentOnTo = state.wentOn.task
       guard state.sourceWait != nil else {
         if raised > state.nextWaitPriority { state.nextWaitPriority = raised }
         return nil

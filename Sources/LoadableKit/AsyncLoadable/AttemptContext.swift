@@ -113,21 +113,41 @@ final class AttemptContext: Sendable {
   /// The highest priority asked of this attempt without a task (``State/demand``).
   var demand: RawPriority { state.withLock(owner: self) { $0.demand } }
 
+  /// Whether the attempt went on on a task of its own, and until when raises go to it.
+  enum WentOn {
+    /// It did not: a raise goes to its driver.
+    case no
+    /// On this task, which has not run its step yet: a raise goes to it too.
+    case on(Task<Void, Never>)
+    /// Its task ran its step (which may have begun before ``wentOn(to:at:)`` stored the task).
+    case ran
+
+    /// The task a raise goes to.
+    var task: Task<Void, Never>? {
+      if case .on(let task) = self { task } else { nil }
+    }
+  }
+
   /// The attempt went on on `task`, started at `priority`: a raise that came since is passed on
-  /// to it, and so is each one until it ran its step (``raiseDemand(to:)``).
+  /// to it, and so is each one until it ran its step (``raiseDemand(to:)``) — unless it already
+  /// did.
   func wentOn(to task: Task<Void, Never>, at priority: RawPriority) {
     let demand = state.withLock(owner: self) { state -> RawPriority in
-      state.wentOnTo = task
+      guard case .no = state.wentOn else { return .none }
+      state.wentOn = .on(task)
       return state.demand
     }
     if demand > priority { task.escalatePriority(to: TaskPriority(rawValue: demand.rawValue)) }
   }
 
-  /// Runs `step` on the task the attempt went on on: raises no longer go to that task after it.
+  /// Runs `step` on the task the attempt went on on; once it ran, raises no longer go to that task.
   func runWentOnStep(_ step: () -> Void) {
-    let task = state.withLock(owner: self) { $0.wentOnTo.take() }
-    _ = consume task  // released after the lock
     step()
+    let ran = state.withLock(owner: self) { state -> WentOn in
+      defer { state.wentOn = .ran }
+      return state.wentOn
+    }
+    _ = consume ran  // the task's handle, released after the lock
   }
 
   /// Records a priority raised for this attempt in its ``State/demand``, for a driver that keeps
@@ -136,7 +156,7 @@ final class AttemptContext: Sendable {
   func raiseDemand(to priority: RawPriority) {
     let task = state.withLock(owner: self) { state -> Task<Void, Never>? in
       if priority > state.demand { state.demand = priority }
-      return state.wentOnTo
+      return state.wentOn.task
     }
     task?.escalatePriority(to: TaskPriority(rawValue: priority.rawValue))
   }
@@ -207,9 +227,9 @@ final class AttemptContext: Sendable {
     /// it, and each raise since — at which it goes on on a task of its own when it must
     /// (``AttemptContext/goOnOnATask(for:_:)``).
     var demand = RawPriority.none
-    /// The task it went on on, until that task ran its step: a raise that comes meanwhile is
-    /// passed on to it.
-    var wentOnTo: Task<Void, Never>?
+    /// The task it went on on (``AttemptContext/goOnOnATask(for:_:)``): a raise that comes before
+    /// that task ran its step is passed on to it.
+    var wentOn = WentOn.no
 
     /// Whether `id` received the intent.
     func hasClaimed(_ id: ObjectIdentifier) -> Bool {
