@@ -161,8 +161,7 @@ extension AttemptContext: AttemptDriver {
     let raised = RawPriority(priority)
     var wentOnTo: Task<Void, Never>?
     let source = state.withLock(owner: self) { state -> (any DependencyNode)? in
-      if raised > state.demand { state.demand = raised }
-      wentOnTo = state.wentOn.task
+      wentOnTo = state.recordRaise(raised)
       guard state.sourceWait != nil else {
         if raised > state.nextWaitPriority { state.nextWaitPriority = raised }
         return nil

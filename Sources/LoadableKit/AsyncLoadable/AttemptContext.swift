@@ -143,22 +143,19 @@ final class AttemptContext: Sendable {
   /// Runs `step` on the task the attempt went on on; once it ran, raises no longer go to that task.
   func runWentOnStep(_ step: () -> Void) {
     step()
-    let ran = state.withLock(owner: self) { state -> WentOn in
-      defer { state.wentOn = .ran }
-      return state.wentOn
+    let was = state.withLock(owner: self) { state -> WentOn in
+      let was = state.wentOn
+      state.wentOn = .ran
+      return was
     }
-    _ = consume ran  // the task's handle, released after the lock
+    _ = consume was  // the task's handle, released after the lock
   }
 
   /// Records a priority raised for this attempt in its ``State/demand``, for a driver that keeps
   /// no state in the context (a `zip`'s dependency group; a `map`'s wait records it as it passes
   /// the raise on), and passes it on to the task the attempt went on on, if any.
   func raiseDemand(to priority: RawPriority) {
-    let task = state.withLock(owner: self) { state -> Task<Void, Never>? in
-      if priority > state.demand { state.demand = priority }
-      return state.wentOn.task
-    }
-    task?.escalatePriority(to: TaskPriority(rawValue: priority.rawValue))
+    state.withLock(owner: self) { $0.recordRaise(priority) }?.escalatePriority(to: TaskPriority(rawValue: priority.rawValue))
   }
 
   /// Runs `body`, user code that the library calls back (observers, completion handlers), as no
@@ -230,6 +227,13 @@ final class AttemptContext: Sendable {
     /// The task it went on on (``AttemptContext/goOnOnATask(for:_:)``): a raise that comes before
     /// that task ran its step is passed on to it.
     var wentOn = WentOn.no
+
+    /// Records a raise of the attempt's priority in ``demand``; returns the task it went on on,
+    /// which the raise goes to as well (outside the lock).
+    mutating func recordRaise(_ priority: RawPriority) -> Task<Void, Never>? {
+      if priority > demand { demand = priority }
+      return wentOn.task
+    }
 
     /// Whether `id` received the intent.
     func hasClaimed(_ id: ObjectIdentifier) -> Bool {
