@@ -3,24 +3,26 @@
 extension AttemptContext {
 
   /// Loads one dependency with this attempt's intent.
-  nonisolated(nonsending) func load(_ dependency: any Loadable) async throws {
-    if let node = dependency as? any DependencyNode {
-      _ = try await node.loadAsDependency(request(for: dependency), from: self)
-    } else if intent == .retry {
-      try await dependency.retryLoad()
-    } else {
-      try await dependency.load()
+  nonisolated(nonsending) func load(_ dependency: DeclaredDependency) async throws {
+    switch dependency {
+    case .node(let node):
+      _ = try await node.loadAsDependency(request(for: node), from: self)
+    case .other(let loadable):
+      if intent == .retry { try await loadable.retryLoad() } else { try await loadable.load() }
     }
   }
 
   /// Loads dependencies concurrently; the first failure cancels the rest and is rethrown.
-  nonisolated(nonsending) func loadAll(_ dependencies: [any Loadable]) async throws {
+  nonisolated(nonsending) func loadAll(_ dependencies: [DeclaredDependency]) async throws {
     switch dependencies.count {
     case 0: return
     case 1: try await load(dependencies[0])
     default:
-      // Loadables are awaited from this task, one waiter on each (no child task per dependency).
-      let nodes = dependencies.compactMap { $0 as? any DependencyNode }
+      // The library's loadables are awaited from this task, one waiter on each (no child task per
+      // dependency).
+      var nodes: [any DependencyNode] = []
+      nodes.reserveCapacity(dependencies.count)
+      for case .node(let node) in dependencies { nodes.append(node) }
       if nodes.count == dependencies.count { return try await DependencyGroup.loadAll(nodes, in: self) }
       try await withThrowingTaskGroup(of: Void.self) { group in
         for dependency in dependencies {
@@ -37,13 +39,14 @@ extension AttemptContext {
   }
 
   /// Starts an incidental dependency with this attempt's intent, without waiting for it.
-  func start(_ dependency: any Loadable) {
-    if let node = dependency as? any DependencyNode {
-      node.startAsIncidental(request(for: dependency))
-    } else {
+  func start(_ dependency: DeclaredDependency) {
+    switch dependency {
+    case .node(let node):
+      node.startAsIncidental(request(for: node))
+    case .other(let loadable):
       let intent = intent
       TaskLaunch.start {
-        if intent == .retry { try? await dependency.retryLoad() } else { try? await dependency.load() }
+        if intent == .retry { try? await loadable.retryLoad() } else { try? await loadable.load() }
       }
     }
   }

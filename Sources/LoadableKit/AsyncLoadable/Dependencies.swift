@@ -28,6 +28,7 @@ extension AsyncLoadable {
   /// map.addDependency(layer, kind: .incidental)           // the map loads without it
   /// ```
   public func addDependency(_ dependency: any Loadable, kind: DependencyKind = .required) {
+    let dependency = DeclaredDependency(dependency)  // told apart outside the lock
     withState { $0.more.dependencies.append((dependency, kind)) }
   }
 
@@ -35,7 +36,8 @@ extension AsyncLoadable {
   /// combinators record, followed by the loadable the last `flatMap` or `joined` transform
   /// returned, if any.
   public var dependencies: [(loadable: any Loadable, kind: DependencyKind)] {
-    var all = Array(state.withLock(owner: self) { $0.extras?.dependencies ?? DeclaredDependencies() })
+    let declared = state.withLock(owner: self) { $0.extras?.dependencies ?? DeclaredDependencies() }
+    var all = declared.map { (loadable: $0.dependency.loadable, kind: $0.kind) }
     if let inner = (self as? any InnerSourceProviding)?.innerLoadable { all.append((inner, .required)) }
     return all
   }
@@ -47,7 +49,7 @@ extension AsyncLoadable {
   /// whether or not they do. Outside an attempt it starts `dependency` as `load()` would.
   public final func startIncidentalDependency(_ dependency: any Loadable) {
     if let context = attemptContext(calledOn: self) {
-      context.start(dependency)
+      context.start(DeclaredDependency(dependency))
     } else if let node = dependency as? any DependencyNode {
       node.startAsIncidental(.load)
     } else {
@@ -87,8 +89,12 @@ extension AsyncLoadable {
   nonisolated(nonsending) final func loadDeclaredDependencies(
     _ declared: DeclaredDependencies, in context: AttemptContext
   ) async throws {
-    guard !declared.isEmpty else { return }
-    var required: [any Loadable] = []
+    // The common case, one dependency (a layer's table), builds no array.
+    if declared.count == 1, let (dependency, kind) = declared.first {
+      if kind == .incidental { return context.start(dependency) }
+      return try await context.load(dependency)
+    }
+    var required: [DeclaredDependency] = []
     for (dependency, kind) in declared {
       if kind == .incidental {
         context.start(dependency)

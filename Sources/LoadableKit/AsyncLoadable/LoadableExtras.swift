@@ -21,7 +21,27 @@
 
 /// A loadable's declared dependencies, the first inline: most loadables that have any have one
 /// (a `map`'s source, a layer's table), and an array would be one more allocation each.
-typealias DeclaredDependencies = InlineFirstArray<(loadable: any Loadable, kind: DependencyKind)>
+typealias DeclaredDependencies = InlineFirstArray<(dependency: DeclaredDependency, kind: DependencyKind)>
+
+/// A declared dependency, told apart once, when it is declared: one of the library's loadables,
+/// which an attempt waits for without a task, or another conformer of ``Loadable``, which it
+/// calls. Told apart on every load, it was a protocol-conformance look-up per dependency per
+/// attempt (`as? any DependencyNode`: some 500 instructions each, 100 a load of the map graph).
+enum DeclaredDependency: Sendable {
+  case node(any DependencyNode)
+  case other(any Loadable)
+
+  init(_ loadable: any Loadable) {
+    if let node = loadable as? any DependencyNode { self = .node(node) } else { self = .other(loadable) }
+  }
+
+  var loadable: any Loadable {
+    switch self {
+    case .node(let node): node
+    case .other(let loadable): loadable
+    }
+  }
+}
 
 /// A derived loadable that hears when a source's content changed (a live view).
 protocol ContentListening: AnyObject, Sendable {
