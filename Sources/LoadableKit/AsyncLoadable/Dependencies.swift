@@ -32,6 +32,12 @@ extension AsyncLoadable {
     withState { $0.more.dependencies.append((dependency, kind)) }
   }
 
+  /// ``addDependency(_:kind:)`` for one of the library's loadables (a combinator's source): no
+  /// cast to tell it apart.
+  final func addDependency(node: any DependencyNode, kind: DependencyKind) {
+    withState { $0.more.dependencies.append((.node(node), kind)) }
+  }
+
   /// The declared dependencies, in the order they were added, including the parents that
   /// combinators record, followed by the loadable the last `flatMap` or `joined` transform
   /// returned, if any.

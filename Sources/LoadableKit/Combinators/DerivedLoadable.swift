@@ -20,7 +20,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
     self.sources = sources
     self.derivedFrom = Mutex((InlineFirstArray(repeating: 0, count: sources.count), nil))
     super.init()
-    for source in sources { addDependency(source, kind: .required) }
+    for source in sources { addDependency(node: source, kind: .required) }
   }
 
   deinit {
