@@ -287,6 +287,9 @@ final class AttemptContext: Sendable {
     }
 
     var waitTargets: [any DependencyNode] {
+      // Most attempts a walk finds wait for nothing of their own (they wait in a group, or not at
+      // all): no array is made for them (a reserved capacity of one was an allocation each).
+      if firstWait == nil && moreWaits.isEmpty { return [] }
       var targets: [any DependencyNode] = []
       targets.reserveCapacity(moreWaits.count + 1)
       if let firstWait { targets.append(firstWait.node) }
