@@ -261,8 +261,10 @@ extension ContentLoader {
   struct SpecializedPaths: Sendable {
     /// ``KeyedLoadable/loadAndKeep(attempt:)``: the data source's call and the version rule (a
     /// key claimed, loaded and let go: 68,115 instructions unspecialized, 51,041 with this, when
-    /// it was made).
-    @usableFromInline let loadAndKeep: @Sendable (KeyedLoadable, UInt64?) async throws -> Value
+    /// it was made), its value in the ``ContentBox`` the engine stores: boxed in the library's
+    /// unspecialized code, each load looked up `ContentBox<Value>`'s metadata at run time (~325
+    /// instructions).
+    @usableFromInline let loadAndKeep: @Sendable (KeyedLoadable, UInt64?) async throws -> AnyContentBox
     /// ``ContentLoader/changed(_:)``: a key's status changed (its loadable's status hook).
     @usableFromInline let changed: @Sendable (ContentLoader, KeyedLoadable) -> Void
     /// ``KeyedLoadable/loadPriority``, read under the loader's lock: the priority of the task of
@@ -275,7 +277,7 @@ extension ContentLoader {
 
     @inlinable
     init() {
-      loadAndKeep = { entry, attempt in try await entry.loadAndKeep(attempt: attempt) }
+      loadAndKeep = { entry, attempt in ContentBox(try await entry.loadAndKeep(attempt: attempt)) }
       changed = { loader, entry in loader.changedSpecialized(entry) }
       loadPriority = { loader, entry in loader.withState { _ in entry.loadPriority } }
       removeFromIndex = { index, key in index.removeValue(forKey: key) }
@@ -412,6 +414,12 @@ extension ContentLoader {
     override var runsOneAttemptAtATime: Bool { false }
 
     override func performLoad() async throws -> Value {
+      ContentBox<Value>.unbox(try await performLoadBoxed())
+    }
+
+    /// The key's load, its value boxed where the loader's types are known (see
+    /// ``SpecializedPaths/loadAndKeep``): the engine calls this, not ``performLoad()``.
+    nonisolated(nonsending) override func performLoadBoxed() async throws -> AnyContentBox {
       let loader = loader
       // The attempt this load belongs to (a load under a timeout runs in a child task, where only
       // the state can tell).
@@ -425,7 +433,7 @@ extension ContentLoader {
     }
 
     /// Waits for a slot of `maximumConcurrentLoads`, if set, then loads.
-    private func load(limitedBy loader: ContentLoader?, attempt: UInt64?) async throws -> Value {
+    private func load(limitedBy loader: ContentLoader?, attempt: UInt64?) async throws -> AnyContentBox {
       guard let loader, let limiter = loader.limiter else { return try await source.specialized.loadAndKeep(self, attempt) }
       let priority = source.specialized.loadPriority(loader, self)
       // The place its claim reserved in the queue, if any, is its attempt's own.
