@@ -168,6 +168,10 @@ struct JobsObservationTests {
 
   @Test func handlersMayCallBackIntoTheJob() async throws {
     let work = CountingWork(units: 3)
+    // The first unit waits until the handler paused the job: otherwise the work could finish (or
+    // pass its last pause point) before the handlers are registered, on a busy machine.
+    let paused = JobLatch()
+    JobHooks.set(work.id) { unit in if unit == 0 { await paused.wait() } }
     let job = Job(work)
     let calls = Counter()
     let done: Void = await withCheckedContinuation { continuation in
@@ -175,7 +179,10 @@ struct JobsObservationTests {
         calls.increment()
         _ = job.status  // reentrant reads do not deadlock
         _ = job.snapshot
-        if status == .started, calls.count == 1 { _ = job.pause() }  // pauses from inside a handler
+        if status == .started, calls.count == 1 {
+          _ = job.pause()  // pauses from inside a handler
+          paused.open()
+        }
       }) { _ in continuation.resume() }
       Task {
         await job.waitFor(.paused)
