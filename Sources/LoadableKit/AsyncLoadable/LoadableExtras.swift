@@ -5,9 +5,6 @@
 /// Not nested in the generic `LoadStateMachine`: nothing in it depends on the content type, and
 /// unspecialized code would otherwise look up its generic metadata at run time on every use.
 @usableFromInline final class LoadableExtras {
-  /// How long the last successful attempt took, in nanoseconds (for the dependency tree dump;
-  /// made a `Duration` only there).
-  @exclusivity(unchecked) var lastDuration: UInt64?
   @exclusivity(unchecked) var observers = ObserverRegistry()
   /// Rarely set configuration (options, name).
   @exclusivity(unchecked) var settings: LoadableSettings?

@@ -102,7 +102,7 @@ protocol TreeDescribable {
 
 extension AsyncLoadable: TreeDescribable {
   var treeInfo: (label: String, duration: Duration?, children: [(loadable: any Loadable, kind: DependencyKind)]) {
-    let duration = state.withLock(owner: self) { $0.extras?.lastDuration }.map { Duration.nanoseconds($0) }
+    let duration = state.withLock(owner: self) { $0.lastDuration }.map { Duration.nanoseconds($0) }
     let extras = treeExtras
     return (displayName, duration, extras.isEmpty ? dependencies : dependencies + extras)
   }

@@ -114,6 +114,12 @@ struct LoadStateMachine {
   /// An attempt's task holds the gate while it runs, so `performLoad()` never runs twice at once
   /// even when a cancelled attempt's work ignores cancellation. Tasks wait in `extras.gateQueue`.
   @usableFromInline var gateBusy = false
+  /// How long the last successful attempt took, in nanoseconds (for the dependency tree dump;
+  /// made a `Duration` only there), or `UInt64.max` before the first: see ``lastDuration``.
+  /// Kept here, not in ``extras``: a loadable without extras (a `ContentLoader` key, a plain
+  /// loadable nothing composes) made them at its first load for this alone, an allocation of
+  /// some 200 bytes a key.
+  @usableFromInline var lastDurationNanoseconds = UInt64.max
   /// Everything an idle loadable does not need, allocated on first use.
   @usableFromInline var extras: LoadableExtras?
   /// Created when an observable property is first read: until then nobody can be tracking one,
@@ -123,6 +129,9 @@ struct LoadStateMachine {
   /// known at compile time; stored inline it would make the whole state's layout a run-time
   /// question (see ``contentBox``).
   @usableFromInline var registrarBox: RegistrarBox?
+
+  /// How long the last successful attempt took, in nanoseconds; `nil` before the first.
+  var lastDuration: UInt64? { lastDurationNanoseconds == .max ? nil : lastDurationNanoseconds }
 
   /// The registrar, created on first use.
   mutating func observationRegistrar() -> ObservationRegistrar {
@@ -324,7 +333,7 @@ struct LoadStateMachine {
       released.content = contentBox.take()
       contentBox = box
       contentVersion &+= 1
-      more.lastDuration = attempt.started.nanoseconds(to: now)
+      lastDurationNanoseconds = attempt.started.nanoseconds(to: now)
       delivered = .success(delivery)
       outcome = .loaded
     case .failure(let failure):

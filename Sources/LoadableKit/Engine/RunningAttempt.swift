@@ -264,7 +264,7 @@ protocol AttemptDriver: AnyObject, Sendable {
   let previousOutcome: LoadStateMachine.Outcome
   /// The ``ContentBox`` of the content before it.
   let previousContent: AnyContentBox?
-  /// When it started, for its duration (``LoadableExtras/lastDuration``).
+  /// When it started, for its duration (``LoadStateMachine/lastDuration``).
   let started = MonotonicInstant.now
   /// The attempt's task has returned (whether or not its result was used).
   @exclusivity(unchecked) @usableFromInline var finished = false
