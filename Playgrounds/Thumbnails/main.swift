@@ -282,7 +282,11 @@ if let outdated = outdatedOnDisk {
   }
   await changes.wait { claim.snapshot.value == nil ? "the disk copy of \(outdated.title)" : nil }
   network.answerHeldRequests()
-  await changes.wait { claim.snapshot.status == .loaded ? nil : "\(outdated.title) loaded from the network" }
+  // Waits for the cell to have drawn the answer, not for the key to hold it: the handler is called
+  // after the key changed, maybe on another thread, and no call starts once the claim ended.
+  await changes.wait {
+    frames.withLock { $0.last?.hasSuffix(" \(LoadStatus.loaded)") ?? false } ? nil : "\(outdated.title) loaded from the network"
+  }
   claim.end()
   print("    \(outdated.title): \(frames.withLock { $0 }.joined(separator: " → "))")
   print("    the disk copy showed while its request waited at the network; then the current thumbnail replaced it")
