@@ -95,7 +95,10 @@ extension AsyncLoadable {
   nonisolated(nonsending) final func loadDeclaredDependencies(
     _ declared: DeclaredDependencies, in context: AttemptContext
   ) async throws {
-    // The common case, one dependency (a layer's table), builds no array.
+    // The common case, one dependency (a layer's table), is loaded here, not through `loadAll`'s
+    // own case for one: no array is built, and the task's frames stay within the first slab of
+    // its task allocator. (Through `loadAll`, even with the first element inline, the map graph's
+    // tables each took a second slab again: +2.8 % instructions a load of the graph.)
     if declared.count == 1, let (dependency, kind) = declared.first {
       if kind == .incidental { return context.start(dependency) }
       return try await context.load(dependency)
