@@ -39,7 +39,7 @@ struct JobsStateMachineTests {
     // The run ends with an output; the job was canceling, so it fails and drops the output.
     effects = machine.finish(runID: 1, with: .success(42))
     #expect(machine.status == .failed)
-    #expect(machine.error is CancellationError)
+    #expect(heldError(machine) is CancellationError, "held until the run's attempt holds it")
     #expect(effects.result.map { (try? $0.get()) == nil } == true)
     #expect(machine.cancel().0 == .nothing)
     #expect(machine.start().0 == false)
@@ -79,7 +79,35 @@ struct JobsStateMachineTests {
     _ = machine.finish(runID: 1, with: .success(5))
     #expect(machine.progress == 1)
     #expect(machine.status == .succeeded)
-    #expect(machine.error == nil)
+    #expect(heldError(machine) == nil)
+  }
+
+  /// A job's failure is stored once: the state holds it only until the run's attempt does
+  /// (`runConcluded()`); after that, the job reads it from the run. A job restored after it failed
+  /// keeps the error it was saved with, as its run holds `outputNotPersisted` instead.
+  @Test func theStateLetsGoOfAFailureOnceTheRunHoldsIt() {
+    struct Failure: Error {}
+    var machine = Machine()
+    _ = machine.start()
+    let effects = machine.finish(runID: 1, with: .failure(Failure()))
+    #expect(effects.result?.failure is Failure, "the run is concluded with the failure")
+    #expect(heldError(machine) is Failure)
+    #expect(machine.snapshot().error is Failure)
+    #expect(machine.runConcluded()?.failure is Failure)
+    #expect(machine.status == .failed)
+    #expect(isInRun(machine.failure), "the run's attempt holds it now, and the state no copy")
+    #expect(machine.snapshot(runOutcome: .failure(CancellationError())).error is CancellationError)
+
+    let restored = Machine(status: .failed, error: Failure())
+    #expect(heldError(restored) is Failure)
+    #expect(restored.snapshot(runOutcome: .failure(CancellationError())).error is Failure)
+
+    var succeeded = Machine()
+    _ = succeeded.start()
+    _ = succeeded.finish(runID: 1, with: .success(1))
+    _ = succeeded.runConcluded()
+    #expect(heldError(succeeded) == nil)
+    #expect(!isInRun(succeeded.failure))
   }
 
   @Test func checkpointsCountGenerationsAndStopAfterTheEnd() {
@@ -127,6 +155,15 @@ struct JobsStateMachineTests {
   func truncationIsTellingAPrefixFromWrongJSON(text: String, endsEarly: Bool) {
     #expect(JobJSON.endsEarly(Data(text.utf8)) == endsEarly)
   }
+}
+
+/// The error the job's state itself holds: `nil` when there is none, or when its run holds it.
+private func heldError(_ machine: JobStateMachine<Int, Int>) -> (any Error)? {
+  if case .known(let error) = machine.failure { error } else { nil }
+}
+
+private func isInRun(_ failure: JobStateMachine<Int, Int>.JobFailure) -> Bool {
+  if case .inRun = failure { true } else { false }
 }
 
 /// A minimal instant in whole seconds, to test the window without a clock.

@@ -152,7 +152,11 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// when transient errors outlasted the window; otherwise the error the work threw.
   public var error: (any Error)? {
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.error)
-    return state.withLock(owner: self) { $0.error }
+    switch state.withLock(owner: self, { $0.failure }) {
+    case .none: return nil
+    case .known(let error): return error
+    case .inRun: return run.knownOutcome?.failure
+    }
   }
 
   /// Status, progress, messages and error, read together in one step. Observable.
@@ -162,7 +166,17 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.fractionCompleted)
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.messages)
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.error)
-    return withState { $0.snapshot }
+    return readSnapshot { _ in }.snapshot
+  }
+
+  /// The snapshot, and what `body` reads, in one step of the state; a failed job's error is read
+  /// from its run when the run holds it, after the job's lock (the run has its own). A finished
+  /// job's state no longer changes, so the two reads agree.
+  func readSnapshot<R>(alsoReading body: (borrowing Machine) -> R) -> (snapshot: JobSnapshot, also: R) {
+    let (read, failure, also) = withState { state in (state.snapshot(), state.failure, body(state)) }
+    var snapshot = read
+    if case .inRun = failure { snapshot.error = run.knownOutcome?.failure }
+    return (snapshot, also)
   }
 
   /// The job's identifier in the ``JobManager`` that holds it (``ManagedJob/id``, the name of its

@@ -19,7 +19,10 @@ struct JobChanges: OptionSet, Sendable {
 /// The run itself — its task, the callers of ``Job/output`` and the delivery of the outcome to
 /// them — is an attempt of the one attempt core (`AsyncLoadable+Owned.swift`), held by the job as
 /// `run`. This machine keeps what a job adds on top: the public status (with `.canceling` and
-/// `.paused`), pause points, checkpoints, progress, messages and the job's observers.
+/// `.paused`), pause points, checkpoints, progress, messages and the job's observers. The status
+/// is not derived from the run: `.paused` and `.canceling` are no state of an attempt, and a job
+/// restored after it finished shows the end it was saved with (`.succeeded`, or `.failed` with
+/// its error) while its run holds `outputNotPersisted` (see "Design" in the Jobs guide).
 ///
 /// Besides the public status, the machine tracks the job's *activity*: whether a task is driving
 /// the work (`running`), waiting out a transient-error backoff (`backingOff`), or absent (`idle`).
@@ -64,7 +67,6 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// What a transition let go of.
   struct Released: Sendable {
     var checkpoint: Checkpoint?
-    var error: (any Error)?
   }
 
   enum CancelOutcome: Equatable, Sendable {
@@ -88,11 +90,13 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private(set) var checkpointGeneration: UInt64 = 0
   private(set) var messageLog: JobMessageLog
   var messages: [JobMessage] { messageLog.messages }
-  private(set) var error: (any Error)?
   /// How the job ended, from its end until the run's attempt holds it (``runConcluded()``): the
   /// outcome is stored once, in the run (`Job.run`), which is concluded after the job's observers
-  /// were told. In between, this is what an observer added then is given.
+  /// were told. In between, this is what an observer added then is given, and the job's error.
   private(set) var concluding: Result<Output, any Error>?
+  /// The error a job restored after it failed was saved with. Its run holds
+  /// `outputNotPersisted` (what `output` throws), so this is the one failure the state keeps.
+  private let restoredError: (any Error)?
   /// The current fraction completed. The job mirrors its lock-free progress in here before each
   /// event and reads it back afterwards (success sets it to 1).
   var progress: Double
@@ -147,13 +151,36 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     self.status = status
     self.checkpoint = checkpoint
     self.messageLog = messages
-    self.error = error
+    self.restoredError = status == .failed ? error : nil
     self.progress = progress
     self.publishedProgress = progress
   }
 
-  var snapshot: JobSnapshot {
-    JobSnapshot(
+  /// Why the job failed, as far as the state knows (``failure``).
+  enum JobFailure {
+    case none
+    case known(any Error)
+    /// The run's attempt holds it: read it there (`Job.run`), outside the job's lock.
+    case inRun
+  }
+
+  /// Why the job failed; the run holds the error of a job that ran, once ``runConcluded()``.
+  var failure: JobFailure {
+    guard status == .failed else { return .none }
+    if let error = restoredError ?? concluding?.failure { return .known(error) }
+    return .inRun
+  }
+
+  /// The snapshot, with `runOutcome` (the run's, read outside the lock) for a failed job whose
+  /// error the run holds (``failure``).
+  func snapshot(runOutcome: Result<Output, any Error>? = nil) -> JobSnapshot {
+    let error: (any Error)?
+    switch failure {
+    case .none: error = nil
+    case .known(let known): error = known
+    case .inRun: error = runOutcome?.failure
+    }
+    return JobSnapshot(
       status: status, fractionCompleted: progress, messages: messages, error: error,
       droppedMessageCount: messageLog.droppedCount)
   }
@@ -440,7 +467,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   ) -> Bool? {
     let outcome = concluding ?? runOutcome
     if status.isFinished && outcome == nil && !lastTry { return nil }
-    var pending: [JobDelivery<Output>] = [.event(.snapshot(snapshot))]
+    var pending: [JobDelivery<Output>] = [.event(.snapshot(snapshot(runOutcome: outcome)))]
     if status.isFinished { pending.append(.end(outcome)) }
     return observers.add(id, handler, pending: pending, knownProgress: progress)
   }
@@ -479,18 +506,16 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
 
   private mutating func end(with result: Result<Output, any Error>, _ effects: inout Effects) {
     activity = .idle
-    switch result {
-    case .success:
-      error = nil
+    // The outcome is the run's once its attempt holds it (``runConcluded()``); until then, the
+    // state's copy (the job's error is read from it meanwhile).
+    concluding = result
+    if result.isSuccess {
       progress = 1
       setStatus(.succeeded, &effects)
-    case .failure(let failure):
-      effects.released.error = error
-      error = failure
+    } else {
       setStatus(.failed, &effects)
     }
     effects.changes.insert(.error)
-    concluding = result
     effects.result = result
     effects.cancelParked += parked.takeAll().lazy.map(\.element)
     if observers.enqueue(.end(result)) { effects.drain = true }

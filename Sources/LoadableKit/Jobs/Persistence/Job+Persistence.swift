@@ -22,14 +22,16 @@ extension Job {
   /// The JSON form and the generation of the checkpoint it holds, read in one step; a
   /// ``JobManager``'s record also holds the job's place in the manager, `addedSequence`.
   func encodeJSON(addedSequence: Int? = nil) throws -> (data: Data, generation: UInt64) {
-    let snapshot = withState { state in (state.snapshot, state.checkpoint, state.messageLog.limit, state.checkpointGeneration) }
+    let (snapshot, (checkpoint, limit, generation)) = readSnapshot { state in
+      (state.checkpoint, state.messageLog.limit, state.checkpointGeneration)
+    }
     let envelope = JobEnvelope(
-      schemaVersion: JobJSON.schemaVersion, kind: Work.kind, parameters: work, status: snapshot.0.status,
-      checkpoint: snapshot.1, fractionCompleted: snapshot.0.fractionCompleted, messages: snapshot.0.messages,
-      messageLimit: snapshot.2, droppedMessageCount: snapshot.0.droppedMessageCount,
-      error: snapshot.0.error.map(PersistedJobError.init), addedSequence: addedSequence)
+      schemaVersion: JobJSON.schemaVersion, kind: Work.kind, parameters: work, status: snapshot.status,
+      checkpoint: checkpoint, fractionCompleted: snapshot.fractionCompleted, messages: snapshot.messages,
+      messageLimit: limit, droppedMessageCount: snapshot.droppedMessageCount,
+      error: snapshot.error.map(PersistedJobError.init), addedSequence: addedSequence)
     do {
-      return (try JobJSON.encoder().encode(envelope), snapshot.3)
+      return (try JobJSON.encoder().encode(envelope), generation)
     } catch {
       throw JobError(code: .encodingFailed, message: "the job could not be encoded: \(error)", underlyingError: error)
     }
