@@ -152,11 +152,8 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// when transient errors outlasted the window; otherwise the error the work threw.
   public var error: (any Error)? {
     registrar.access(ObservedJobProperties.shared, keyPath: ObservedJobProperties.error)
-    switch state.withLock(owner: self, { $0.failure }) {
-    case .none: return nil
-    case .known(let error): return error
-    case .inRun: return run.knownOutcome?.failure
-    }
+    // The run's outcome is read after the job's lock, only when the run holds the error.
+    return state.withLock(owner: self) { $0.failure }.error(inRun: run.knownOutcome)
   }
 
   /// Status, progress, messages and error, read together in one step. Observable.
@@ -175,7 +172,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   func readSnapshot<R>(alsoReading body: (borrowing Machine) -> R) -> (snapshot: JobSnapshot, also: R) {
     let (read, failure, also) = withState { state in (state.snapshot(), state.failure, body(state)) }
     var snapshot = read
-    if case .inRun = failure { snapshot.error = run.knownOutcome?.failure }
+    snapshot.error = failure.error(inRun: run.knownOutcome)
     return (snapshot, also)
   }
 

@@ -162,6 +162,15 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
     case known(any Error)
     /// The run's attempt holds it: read it there (`Job.run`), outside the job's lock.
     case inRun
+
+    /// The error, with `runOutcome` (read only for ``inRun``) where the run holds it.
+    func error(inRun runOutcome: @autoclosure () -> Result<Output, any Error>?) -> (any Error)? {
+      switch self {
+      case .none: nil
+      case .known(let error): error
+      case .inRun: runOutcome()?.failure
+      }
+    }
   }
 
   /// Why the job failed; the run holds the error of a job that ran, once ``runConcluded()``.
@@ -174,14 +183,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   /// The snapshot, with `runOutcome` (the run's, read outside the lock) for a failed job whose
   /// error the run holds (``failure``).
   func snapshot(runOutcome: Result<Output, any Error>? = nil) -> JobSnapshot {
-    let error: (any Error)?
-    switch failure {
-    case .none: error = nil
-    case .known(let known): error = known
-    case .inRun: error = runOutcome?.failure
-    }
-    return JobSnapshot(
-      status: status, fractionCompleted: progress, messages: messages, error: error,
+    JobSnapshot(
+      status: status, fractionCompleted: progress, messages: messages, error: failure.error(inRun: runOutcome),
       droppedMessageCount: messageLog.droppedCount)
   }
 
