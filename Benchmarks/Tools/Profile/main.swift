@@ -74,6 +74,8 @@ final class Memo<Value: Sendable>: Sendable {
   }
 }
 
+struct PortalUnreachable: Error {}
+
 final class MemoGraph: Sendable {
   private let portalMemo = Memo<Int>()
   private let itemMemos = (0..<50).map { _ in Memo<Int>() }
@@ -110,8 +112,14 @@ final class MemoGraph: Sendable {
 
 /// A fresh, unloaded map graph (Benchmarks' Graph.swift, `LoadableGraph`): 1 map, 50 layers,
 /// each over a table and an item, one shared portal. Returns the map.
-func makeGraph() -> AsyncLoadable<Int> {
-  let portal = AsyncLoadable<Int> { 1_000 }
+func makeGraph(portalFailures: Int = 0) -> AsyncLoadable<Int> {
+  let failuresLeft = Atomic(portalFailures)
+  let portal = AsyncLoadable<Int> {
+    if failuresLeft.load(ordering: .relaxed) > 0, failuresLeft.subtract(1, ordering: .relaxed).newValue >= 0 {
+      throw PortalUnreachable()
+    }
+    return 1_000
+  }
   let map = AsyncLoadable<Int> { -1 }
   for index in 0..<50 {
     let item = portal.flatMap { info in AsyncLoadable<Int> { info + index } }
@@ -402,6 +410,18 @@ case "graph":
   // `count` loads of a fresh map graph (Benchmarks' Graph.swift): 1 map, 50 layers, each over a
   // table and an item, one shared portal.
   for _ in 0..<count { try await makeGraph().load() }
+case "graph-retry", "graph-failed":
+  // `graph-retry`: `count` fresh map graphs whose portal fails its first call, each loaded (which
+  // fails everywhere) and then retried (`retryLoad()` of the map, as the benchmark's `retryLoad`
+  // rows); `graph-failed` stops after the failed load: `graph-retry` minus it is the retry alone.
+  for _ in 0..<count {
+    let map = makeGraph(portalFailures: 1)
+    do {
+      try await map.load()
+      preconditionFailure("the portal did not fail")
+    } catch is PortalUnreachable {}
+    if scenario == "graph-retry" { try await map.retryLoad() }
+  }
 case "graph-unloaded":
   // The map graph built and released without a load: `graph` minus this is the load alone.
   for _ in 0..<count { consume(makeGraph()) }
