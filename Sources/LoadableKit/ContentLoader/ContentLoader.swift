@@ -71,7 +71,11 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   /// The executor the loader's tasks run on, if one was given.
   let taskExecutor: (any TaskExecutor)?
   /// Retry policy and timeout for every key's loads, if given.
-  @usableFromInline let loadOptions: LoadOptions?
+  let loadOptions: LoadOptions?
+  /// Whether ``loadOptions`` is set. A claim that makes an entry tests this, not the options: an
+  /// optional of a type that holds an existential clock is copied and destroyed through its value
+  /// witnesses to be tested (~250 instructions a key made, on the claiming thread).
+  @usableFromInline let hasLoadOptions: Bool
 
   /// Creates a loader.
   ///
@@ -230,6 +234,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     self.instrument = instrument
     self.taskExecutor = taskExecutor
     self.loadOptions = loadOptions
+    hasLoadOptions = loadOptions != nil
     if instrument != nil { LoadInstrumentation.noteObjectInstrument() }
   }
 
@@ -313,13 +318,17 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   func begin(_ claim: Claim, sink: Sink?, fresh: KeyedLoadable? = nil) -> Claim {
     let key = claim.key
     let expiredBefore = expiryThreshold()
+    // Tested once, here: a `Sink?` (it can hold an `AsyncStream`'s continuation, a type of another
+    // module whose layout is not known here) is copied and destroyed through its value witnesses
+    // each time `if let` tests it, ~190 instructions a claim that has no observer.
+    let observed = sink != nil
     var fresh = fresh
     while true {
       let (begun, effects) = withState { state -> (Bool, State.Effects) in
         var effects = State.Effects()
         guard let entry = state.entry(for: key, fresh: fresh, &effects) else { return (false, effects) }
         state.begin(claim, on: entry, expiredBefore: expiredBefore, &effects)
-        if let sink { state.observe(claim, on: entry, with: sink, &effects) }
+        if observed, let sink { state.observe(claim, on: entry, with: sink, &effects) }
         return (true, effects)
       }
       perform(effects)
@@ -379,8 +388,14 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
   @inlinable
   func makeEntry(_ key: Key) -> KeyedLoadable {
     let entry = KeyedLoadable(loader: self, key: key, prior: existingValue(key), source: keySource)
-    if let loadOptions { entry.loadOptions = loadOptions }
+    if hasLoadOptions { applyLoadOptions(to: entry) }
     return entry
+  }
+
+  /// Gives a new entry the loader's ``loadOptions``.
+  @usableFromInline
+  func applyLoadOptions(to entry: KeyedLoadable) {
+    if let loadOptions { entry.loadOptions = loadOptions }
   }
 
   // MARK: - Reading and refreshing

@@ -77,9 +77,13 @@ extension AsyncLoadable: EffectsHost {
   final func notifyPhase(of effects: UnsafePointer<LoadStateMachine.Effects>) {
     let changedContent = effects.pointee.changedContent
     let toListeners = changedContent && effects.pointee.result.isSuccess
+    // The count is read in place; the list itself only when it holds one waiter (a key's claims
+    // are no waiters): read through the pointer, it is copied for the call, each slot through
+    // its type's value witnesses (~510 instructions a key's change).
+    let handed = toListeners && effects.pointee.waiters.count == 1 ? effects.pointee.waiters.soleDependentWaiter : nil
     notify(
       effects.pointee.event, contentChanged: changedContent, runsStatusHook: effects.pointee.runsStatusHook,
-      toListeners: toListeners, handed: toListeners ? effects.pointee.waiters.soleDependentWaiter : nil,
+      toListeners: toListeners, handed: handed,
       endedAttempt: effects.pointee.endedAttempt, committed: effects.pointee.attemptCommitted)
   }
 
