@@ -37,6 +37,52 @@ struct EngineSeamTests {
     holder.withLock(owner: holderOwner) { $0 = nil }
   }
 
+  /// The same for a task that an observer starts while the attempt that triggered it is still
+  /// running on its own task (the observer of `w`, which `a`'s operation starts loading, runs
+  /// there, inside `a`'s attempt): the task inherits `a`'s context, but is no part of `a`. Its wait
+  /// for `b`, while `b` waits for `a`, is no cycle.
+  @Test func aTaskStartedByAnObserverInsideAnAttemptIsNotPartOfIt() async throws {
+    let gate = ControlledLoad<Void>()
+    let holder = Mutex<AsyncLoadable<Int>?>(nil)
+    let holderOwner = LockOwner()
+    let outcome = Recorder<String>()
+    let b = AsyncLoadable<Int> {
+      let a = holder.withLock(owner: holderOwner) { $0! }
+      try await a.load()
+      return (a.content ?? 0) + 10
+    }
+    let w = AsyncLoadable<Int> { 5 }
+    let observation = w.observeLoadStatus { status in
+      guard status == .loading else { return }
+      Task {
+        do {
+          try await b.load()
+          outcome.append("\(b.content ?? 0)")
+        } catch {
+          outcome.append("\(error)")
+        }
+      }
+    }
+    let a = AsyncLoadable<Int> {
+      w.load { _ in }  // `w`'s observer runs here, on `a`'s task, inside its attempt
+      try await gate.operation()
+      return 1
+    }
+    holder.withLock(owner: holderOwner) { $0 = a }
+    let loading = Task { try await a.load() }
+    try await gate.waitForStart()
+    // The observer's task waits for `b`, and `b`'s attempt for `a` (a cycle, had the task been
+    // part of `a`'s attempt, would have failed one of the two waits by now).
+    await eventually { (b.waiterCount == 1 && a.waiterCount == 2) || outcome.count > 0 }
+    #expect(outcome.values.isEmpty)
+    gate.resolve(())
+    try await loading.value
+    await eventually { outcome.count == 1 }
+    #expect(outcome.values == ["11"])
+    observation.cancel()
+    holder.withLock(owner: holderOwner) { $0 = nil }
+  }
+
   /// Structured work of the attempt itself still counts: a plain `load()` from `performLoad()` on
   /// the attempt's own task that closes a cycle fails instead of hanging.
   @Test func aDirectLoadOnTheAttemptsOwnTaskStillFindsACycle() async {

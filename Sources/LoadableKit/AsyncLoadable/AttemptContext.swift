@@ -44,19 +44,18 @@ final class AttemptContext: Sendable {
   /// attempt that happened to trigger them, or their loads would count as that attempt's
   /// dependencies (and could be reported as cycles).
   ///
-  /// A context bound but not the current task's attempt (inherited by a task the attempt started,
-  /// or ended) is already ignored by ``current``: then nothing is pushed.
-  ///
   /// The body is synchronous, so until it returns this thread runs only code it calls, on this
   /// task (code the library calls back must not run a nested run loop or executor: the
-  /// documented known limit), and only an asynchronous ``run(_:_:)`` binds an attempt: a block
-  /// inside another needs no look at the task-local (some 150 instructions, twice a `map` node's
-  /// load), and neither does ``current`` (a per-thread count says so).
+  /// documented known limit), and only an asynchronous ``run(_:_:)`` binds an attempt: a
+  /// per-thread count tells ``current`` that it is inside such a block, with no look at the
+  /// task-local. Nothing is bound in its place: a task the body starts inherits the attempt's
+  /// context, but ``current`` ignores a context on any task but the attempt's own. (Binding
+  /// `nil` too cost a read of the task-local, ~125 instructions, each time effects were carried
+  /// out outside a block: twice a `ContentLoader` key's claim and release.)
   static func outside<R>(_ body: () throws -> R) rethrows -> R {
     let thread = PerThread.current
     if thread.pointee.outsideDepth > 0 { return try body() }
-    guard current != nil else { return try counted(on: thread, body) }
-    return try $bound.withValue(nil) { try counted(on: thread, body) }
+    return try counted(on: thread, body)
   }
 
   /// ``outside(_:)`` where the caller knows that no attempt is the current task's, so that the
