@@ -28,6 +28,25 @@ struct ContentLoaderSupersedeTests {
   /// seconds (this suite's tests take up to 20 seconds there even without the delay).
   static let startBound: Duration = TestKit.defaultTimeout
 
+  /// One call that supersedes several keys' loads at once (`refreshAll()`): the loader carries
+  /// out every key's change, not only the first one's — each superseded load's task is cancelled
+  /// before the call returns, and each key loads afresh.
+  @Test func aRefreshOfSeveralLoadingKeysCancelsEverySupersededLoad() async throws {
+    let control = ControlledLoad<KeyedResult>()
+    let loader = Loader(idleTimeout: nil, load: { _ in try await control.operation() })
+    let claims = (1...3).map { loader.begin($0) }
+    try await control.waitForStart(3)
+    loader.refreshAll()
+    #expect(control.cancelledCount == 3)
+    try await control.waitForStart(6, timeout: Self.startBound)
+    for _ in 1...3 { control.resolve(("fresh", 2)) }
+    for claim in claims {
+      await eventually { claim.snapshot.status == .loaded }
+      #expect(claim.snapshot.value == "fresh")
+      claim.end()
+    }
+  }
+
   @Test func aRefreshDuringALoadStartsAFreshLoadAtOnceAndTheStaleResultNeverLands() async throws {
     let control = ControlledLoad<KeyedResult>(ignoresCancellation: true)
     let ends = EndCounter()
