@@ -126,6 +126,25 @@ struct AttemptTaskLocalTests {
     #expect(seen.values == ["loaded 2"])
   }
 
+  /// The same with several waiters after the `map`'s wait: every one of them is resumed, in the
+  /// order they registered, on the task the `map` went on on, and each finds it loaded.
+  @Test func everyLaterWaiterOfAKeyFindsAMapThatAWriteSentToATaskLoaded() async throws {
+    let control = ControlledLoad<Int>()
+    let keys = Self.keys(loadingWith: control)
+    let source = keys.loadable(for: "k")
+    let view = source.map { $0 + 1 }
+    let load = Task { try await view.load() }
+    try await control.waitForStart()  // the map's wait is the key's first waiter
+    let seen = Recorder<String>()
+    for index in 1...3 {
+      source.load { _ in seen.append("\(index): \(view.loadStatus) \(view.content.map { "\($0)" } ?? "nil")") }
+    }
+    _ = keys.set(1, version: 1, for: "k")
+    try await load.value
+    await eventually { seen.count == 3 }
+    #expect(seen.values == ["1: loaded 2", "2: loaded 2", "3: loaded 2"])
+  }
+
   /// The task a low-priority writer's call sends a `map`'s attempt on to runs at the attempt's
   /// demand — the priority of the caller that started it, or of one that joined since — not at the
   /// writer's (SPEC §1: an attempt's priority is set explicitly). (From the second review.)
