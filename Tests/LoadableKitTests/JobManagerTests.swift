@@ -279,6 +279,56 @@ struct JobManagerTests {
     #expect(seen == ["added true", "started", "succeeded", "removed true"])
   }
 
+  /// Every stream of the manager's events hears every event, and every one ends when the manager
+  /// is released — not only the first one made.
+  @Test func everyEventStreamHearsEveryEventAndEndsWithTheManager() async throws {
+    var manager: JobManager? = try JobManager(registry: registry, store: MemoryJobStore())
+    let streams = (0..<3).map { _ in manager!.events }
+    let id = try manager!.add(Job(ScriptedWork(runs: [[]]))).id
+    let seen = Recorder<String>()
+    for (index, stream) in streams.enumerated() {
+      Task {
+        for await event in stream {
+          if case .added(let added) = event, added == id { seen.append("\(index) added") }
+        }
+        seen.append("\(index) ended")
+      }
+    }
+    await eventually { seen.count == 3 }  // each stream heard the addition
+    manager = nil
+    await eventually { seen.count == 6 }
+    #expect(Set(seen.values) == ["0 added", "1 added", "2 added", "0 ended", "1 ended", "2 ended"])
+  }
+
+  /// `pauseAll()` pauses every running job and returns once each is parked — not only the first.
+  @Test func pauseAllPausesEveryRunningJob() async throws {
+    let manager = try JobManager(registry: registry, store: MemoryJobStore())
+    let work = (0..<3).map { _ in ScriptedWork(runs: [[.hook, .pausePoint, .hook]]) }
+    let entered = (0..<3).map { _ in JobLatch() }
+    let release = JobLatch()
+    for (index, item) in work.enumerated() {
+      JobHooks.set(item.id) { unit in
+        if unit == 0 {
+          entered[index].open()
+          await release.wait()
+        }
+      }
+    }
+    let jobs = work.map { Job($0) }
+    for job in jobs {
+      _ = try manager.add(job)
+      job.start()
+    }
+    for latch in entered { await latch.wait() }  // each job's work is in its first unit
+    let pausing = Task { await manager.pauseAll() }
+    await eventually { jobs.allSatisfy { $0.status == .paused } }
+    release.open()  // each work reaches its pause point, and parks there
+    await pausing.value
+    #expect(jobs.map(\.status) == [.paused, .paused, .paused])
+    for job in jobs { job.start() }
+    for job in jobs { _ = try await job.output }
+  }
+
   /// The work does not go past a pause point before its checkpoint is stored, even when another
   /// thread is delivering the job's events (and so saves it) at that moment.
   @Test func pausePointsWaitUntilTheCheckpointIsStored() async throws {

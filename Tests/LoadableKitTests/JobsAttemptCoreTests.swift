@@ -9,6 +9,37 @@ import Testing
 /// the one order of effects.
 @Suite("Jobs: the run on the attempt core", .timeLimit(.minutes(2)))
 struct JobsAttemptCoreTests {
+  /// Three child tasks parked at pause points at once (`JobsStressTests`, which parks them
+  /// together, may find only one parked at a time): a start resumes every one of them, a cancel
+  /// stops every one — not only the first.
+  @Test(arguments: [false, true])
+  func everyChildTaskParkedAtOnceResumesOrStops(cancelling: Bool) async throws {
+    let work = ParkingChildren()
+    let entered = (0..<3).map { _ in JobLatch() }
+    let release = JobLatch()
+    JobHooks.set(work.id) { child in
+      entered[child].open()
+      await release.wait()
+    }
+    let job = Job(work)
+    job.start()
+    for latch in entered { await latch.wait() }  // each child is at its hook, the job running
+    job.pause()
+    release.open()  // each child goes on to its pause point, and parks there
+    await eventually { job.waiterCountForTesting == 3 }
+    #expect(job.status == .paused)
+    if cancelling {
+      let cancel = Task { await job.cancel() }
+      await eventually { job.status.isFinished }
+      if job.status.isFinished { _ = await cancel.value }
+    } else {
+      job.start()
+      await eventually { job.status == .succeeded }
+      if job.status == .succeeded { #expect(try await job.output == 3) }
+    }
+  }
+
+
   /// A job's outcome is stored once, in its run's attempt: the job's state keeps a copy only
   /// from the job's end until the run holds it (its observers are told in between, and may add
   /// others, which get it from that copy: `JobsObservationTests`).
@@ -153,5 +184,24 @@ struct JobsAttemptCoreTests {
     executor.spawn { restored.start() }
     executor.runInOrder()
     #expect(outputs.values == [CountingWork(units: 4).expectedOutput])
+  }
+}
+
+/// Work whose three child tasks each await their hook (`JobHooks`, unit = the child's index), then
+/// pass one pause point.
+struct ParkingChildren: JobWork {
+  static let kind = "test.parking-children"
+  var id = UUID().uuidString
+  func run(in context: JobContext<Int>) async throws -> Int {
+    try await withThrowingTaskGroup(of: Int.self) { group in
+      for child in 0..<3 {
+        group.addTask {
+          try await JobHooks.before(id, unit: child)
+          try await context.pausePoint()
+          return 1
+        }
+      }
+      return try await group.reduce(0, +)
+    }
   }
 }

@@ -60,6 +60,22 @@ struct JobsObservationTests {
     #expect(received.count == 1, "the snapshot, then the end")
   }
 
+  /// Every stream ends when the job is deallocated, not only the first one made.
+  @Test func everyStreamEndsWhenTheJobIsDeallocated() async {
+    var job: Job<CountingWork>? = Job(CountingWork(units: 2))
+    let streams = (0..<3).map { _ in job!.events }
+    job = nil
+    let ended = Recorder<Int>()
+    for (index, stream) in streams.enumerated() {
+      Task {
+        let received = await stream.collect()
+        if received.count == 1 { ended.append(index) }  // the snapshot, then the end
+      }
+    }
+    await eventually { ended.count == 3 }
+    #expect(Set(ended.values) == [0, 1, 2])
+  }
+
   @Test func endingTheIterationRemovesTheSubscription() async throws {
     let job = Job(CountingWork(units: 2))
     do {
