@@ -344,6 +344,26 @@ struct PagedLoadableTests {
     #expect(count.loadStatus == .loaded)
   }
 
+  /// Every handler hears every change, not only the first one registered (a loop over them
+  /// stopped after the first passed the suite).
+  @Test func everyHandlerSeesThePages() async throws {
+    let source = PagedSource()
+    let paged = source.makeLoadable()
+    let seen = (0..<3).map { _ in Recorder<String>() }
+    let observations = seen.map { recorder in
+      paged.observePages { snapshot in recorder.append("\(snapshot.status) \(snapshot.items.count)") }
+    }
+    paged.sync()
+    try await source.control.waitForStart(1)
+    source.control.resolve(page(0, next: 1))
+    await eventually { paged.loadStatus == .loaded }
+    for recorder in seen {
+      await eventually { recorder.values.last == "loaded 2" }
+      #expect(recorder.values.contains("loading 0"))
+    }
+    for observation in observations { observation.cancel() }
+  }
+
   /// A handler sees the current state first, then the first page, the next page loading, its
   /// failure, its retry and the pages it added; a stream sees the newest state.
   @Test func aHandlerAndAStreamSeeThePagesAndThePageLoads() async throws {
