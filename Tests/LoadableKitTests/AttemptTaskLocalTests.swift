@@ -1,5 +1,7 @@
 @testable import LoadableKit
+import Dispatch
 import LoadableKitTesting
+import Synchronization
 import Testing
 
 /// A task-local a caller binds: a trace context, a request's logger or credentials.
@@ -129,6 +131,40 @@ struct AttemptTaskLocalTests {
     try await load.value
     await eventually { seen.count == waiters }
     #expect(seen.values == (1...waiters).map { "\($0): loaded 2" })
+  }
+
+  /// The same when the write comes while the call that started the `map`'s attempt has not yet
+  /// returned from beginning its wait: the wait has joined the key's attempt, whose start an
+  /// instrument holds on that call's thread, and the write answers it on the test's. Only an
+  /// outcome decided on the starting call's own thread is one decided inside that call; this one
+  /// keeps the waiters' order. For a `map`, and a `map` over a `zip` whose other source is loaded
+  /// (the `zip` is decided by the write). (A fresh-clone run under ThreadSanitizer found the
+  /// window by chance: the later waiter saw the `map` loading.)
+  @Test(arguments: ["map", "zip"])
+  func aWriteWhileTheStartingCallStillBeginsTheWaitKeepsTheWaitersOrder(shape: String) async throws {
+    let control = ControlledLoad<Int>()
+    let keys = Self.keys(loadingWith: control)
+    let source = keys.loadable(for: "k")
+    let holding = HoldingInstrument()
+    source.instrument = holding
+    let view: AsyncLoadable<Int> =
+      shape == "zip" ? zip(AsyncLoadable(content: 10), source).map { $0.0 + $0.1 } : source.map { $0 + 1 }
+    // The starting call blocks a thread in the instrument: on a queue of its own, not the pool's.
+    let executor = QueueExecutor()
+    let load = Task(executorPreference: executor) {
+      try await TaskLaunch.executor.withValue(executor) { try await view.load() }
+    }
+    await eventually { holding.isHolding }  // the view's wait joined the key's attempt
+    let seen = Recorder<String>()
+    for index in 1...2 {
+      source.load { _ in seen.append("\(index): \(view.loadStatus) \(view.content.map { "\($0)" } ?? "nil")") }
+    }
+    _ = keys.set(1, version: 1, for: "k")
+    holding.release()
+    try await load.value
+    await eventually { seen.count == 2 }
+    let content = shape == "zip" ? 11 : 2
+    #expect(seen.values == ["1: loaded \(content)", "2: loaded \(content)"])
   }
 
   /// The task a low-priority writer's call sends a `map`'s attempt on to runs at the attempt's
@@ -315,5 +351,24 @@ struct AttemptTaskLocalTests {
     let job = Job(TraceWork())
     CallerTrace.$id.withValue("starter") { _ = job.start() }
     #expect(try await job.output == "none")
+  }
+}
+
+/// Holds the first attempt started for a dependent on the thread that started it — inside the
+/// dependent's call, after its wait joined the attempt — until ``release()``.
+final class HoldingInstrument: LoadInstrument {
+  private let held = Atomic<Bool>(false)
+  private let gate = DispatchSemaphore(value: 0)
+
+  /// Whether an attempt is held (or was).
+  var isHolding: Bool { held.load(ordering: .acquiring) }
+
+  func release() { gate.signal() }
+
+  func attemptStarted(_ attempt: LoadAttempt) {
+    guard attempt.parent != nil else { return }
+    let (first, _) = held.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
+    guard first else { return }
+    _ = gate.wait(timeout: .now() + .seconds(30))
   }
 }

@@ -190,9 +190,33 @@ final class AttemptContext: Sendable {
   /// Set when the attempt's work returned: a task that inherited the context, even one that
   /// happens to reuse the attempt's task's address later, is not part of it.
   let hasEnded = Atomic<Bool>(false)
-  /// For an attempt without a task: set once its driver's `begin` returned, so that an outcome
-  /// decided before (inside the call that started the attempt) is told apart.
-  let driverBegun = Atomic<Bool>(false)
+  /// For an attempt without a task: the thread whose call begins its driver (the address of its
+  /// ``PerThread`` state) while that `begin` runs, and 0 once it returned; `.max` before.
+  ///
+  /// An outcome decided inside that call is told apart by its thread, not by the call's progress:
+  /// another thread may decide it meanwhile (a writer's call answering the source the wait just
+  /// joined) and is no part of that call.
+  private let driverThread = Atomic<UInt>(.max)
+
+  /// The driver's `begin` is about to run on this thread (``isBeginningDriverHere``).
+  func driverWillBegin() {
+    driverThread.store(UInt(bitPattern: PerThread.current), ordering: .relaxed)
+  }
+
+  /// The driver's `begin` returned.
+  func driverDidBegin() {
+    driverThread.store(0, ordering: .releasing)
+  }
+
+  /// Whether the driver's `begin` returned.
+  var driverBegun: Bool { driverThread.load(ordering: .acquiring) == 0 }
+
+  /// Whether this thread is inside the call that begins the driver (``driverWillBegin()``): an
+  /// outcome decided here is decided inside the call that started the attempt.
+  var isBeginningDriverHere: Bool {
+    let thread = driverThread.load(ordering: .acquiring)
+    return thread != 0 && thread == UInt(bitPattern: PerThread.current)
+  }
 
   /// Most attempts have one dependency (a `map`'s source): the first one claimed and the first
   /// wait are stored inline, and a set or a dictionary is built only for a second one. (The empty

@@ -284,11 +284,12 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
 
   private func drive(_ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?) {
     // One source (a `map`'s) is one waiter on its attempt, kept by the context; several, a group.
+    context.driverWillBegin()
     let driver: (any AttemptDriver)? =
       sources.count == 1
       ? context.beginSourceWait(on: sources[0], for: attempt, probe: probe)
       : DependencyGroup.begin(sources, in: context, for: attempt, probe: probe)
-    context.driverBegun.store(true, ordering: .releasing)
+    context.driverDidBegin()
     guard let driver else { return }  // decided at once
     let (cancel, escalate) = withState { $0.attach(.driver(driver), to: attempt) }
     escalate.ifSome { driver.escalate(to: $0) }
@@ -298,10 +299,13 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
   override func dependenciesDecided(
     _ outcome: DependencyGroup.Outcome, attempt: RunningAttempt, context: AttemptContext, probe: AttemptProbe?
   ) {
-    if !context.driverBegun.load(ordering: .acquiring) {
+    if context.isBeginningDriverHere {
       // Decided inside the call that started the attempt (every source answered at once): the
       // attempt ends on a task, so that a completion handler registered by that call runs after
-      // it returned (SPEC §1), as it would after an attempt on a task.
+      // it returned (SPEC §1), as it would after an attempt on a task. (Decided on another thread
+      // while that call still runs — a writer's call answering the source it just joined — it is
+      // decided as it would be a moment later: below, where the source's waiters after it find
+      // it ended.)
       AttemptContext.endOnATask { self.complete(attempt, context: context, probe: probe, with: outcome) }
     } else if !outcome.isSuccess || AttemptContext.isEndingOnAttemptTask {
       // The transform runs where the sources' attempts ended when that is on an attempt's task,

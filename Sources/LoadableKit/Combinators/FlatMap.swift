@@ -101,7 +101,7 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
 
   private func drive(_ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?) {
     _ = context.beginSourceWait(on: sources[0], for: attempt, probe: probe)
-    context.driverBegun.store(true, ordering: .releasing)
+    context.driverDidBegin()
     // The context drives both waits: it is the driver even when the source answered at once,
     // since the wait for the inner loadable may be under way, or about to begin.
     let (cancel, escalate) = withState { $0.attach(.driver(context), to: attempt) }
@@ -125,7 +125,7 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     if innerWait == nil, case .success = outcome {
       // The source delivered, wherever that happened: the transform runs on a task of its own.
       AttemptContext.endOnATask(priority: priority, advance)
-    } else if context.driverBegun.load(ordering: .acquiring) {
+    } else if context.driverBegun {
       if !Trampoline.runHere(advance) { Trampoline.later(advance) }
     } else {
       // Decided inside the call that started the attempt: it ends on a task, so that it does not
