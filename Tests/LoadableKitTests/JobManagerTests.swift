@@ -144,6 +144,31 @@ struct JobManagerTests {
     #expect(await manager.cancel(id: id) == false)
   }
 
+  /// Two removals of one running job that wait for its cancel together: both return once its
+  /// record is deleted, and the job is removed once — one `.removed` event, not one a caller.
+  @Test func twoRemovalsOfOneJobRemoveItOnce() async throws {
+    let store = MemoryJobStore()
+    let manager = try JobManager(registry: registry, store: store)
+    let (job, _, release) = await startJob(units: 3, heldAt: 1)
+    let id = try manager.add(job).id
+    let events = manager.events
+    let before = job.waiterCountForTesting
+    let removals = (0..<2).map { _ in Task { try await manager.remove(id: id) } }
+    await eventually { job.waiterCountForTesting == before + 2 }  // both wait for its cancel
+    release.open()
+    for removal in removals { try await removal.value }
+    #expect(store[id] == nil)
+    #expect(manager.jobs.isEmpty)
+    // A job added after both returned marks the end of what the removals reported.
+    let marker = try manager.add(Job(ScriptedWork(runs: [[]]))).id
+    var removed = 0
+    for await event in events {
+      if case .removed(let removedID) = event, removedID == id { removed += 1 }
+      if case .added(let added) = event, added == marker { break }
+    }
+    #expect(removed == 1)
+  }
+
   @Test func cancelEndsTheJobAndStoresIt() async throws {
     let store = MemoryJobStore()
     let manager = try JobManager(registry: registry, store: store)

@@ -334,7 +334,8 @@ public final class JobManager: @unchecked Sendable {
   }
 
   /// Removes the job `id` from the manager and deletes its record; an unfinished job is cancelled
-  /// first.
+  /// first. Callers that remove the same job at once each return once its record is deleted; it
+  /// is removed, and reported in ``events``, once.
   ///
   /// - Throws: ``JobError`` with ``JobError/Code/unknownJob`` when there is no such job, or the
   ///   store's error when the record cannot be deleted (the job is removed from the manager all the
@@ -344,10 +345,18 @@ public final class JobManager: @unchecked Sendable {
       throw JobError(code: .unknownJob, message: "the manager holds no job \"\(id)\"")
     }
     if !entry.job.status.isFinished { await entry.job.cancel() }
-    state.withLock(owner: self) { $0.entries.removeAll { $0 === entry } }
-    release(entry)
-    registrar.withMutation(of: self, keyPath: \.jobs) {}
-    emit(.removed(id: id))
+    // Of callers that remove the job at once (each waited for its cancel), the one that takes it
+    // out of the list lets go of it and reports it, once; each waits for its record's deletion.
+    let removedHere = state.withLock(owner: self) { state -> Bool in
+      guard let index = state.entries.firstIndex(where: { $0 === entry }) else { return false }
+      state.entries.remove(at: index)
+      return true
+    }
+    if removedHere {
+      release(entry)
+      registrar.withMutation(of: self, keyPath: \.jobs) {}
+      emit(.removed(id: id))
+    }
     // The record goes through the job's writer, so a save in progress cannot bring it back; and
     // this call returns once the record is deleted, even when that save's writer deletes it.
     let failure: (any Error)? = await withUnsafeContinuation { continuation in
