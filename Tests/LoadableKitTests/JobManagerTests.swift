@@ -55,6 +55,27 @@ final class MemoryJobStore: JobStore, @unchecked Sendable {
   }
 }
 
+/// A store whose deletions wait, on the thread that deletes, until the test opens its gate.
+final class GatedRemovalStore: JobStore, @unchecked Sendable {
+  let memory = MemoryJobStore()
+  private let gate = DispatchSemaphore(value: 0)
+  private let removals = Atomic<Int>(0)
+
+  /// How many deletions began.
+  var removalCount: Int { removals.load(ordering: .acquiring) }
+
+  func loadAll() throws -> [JobStoreRecord] { try memory.loadAll() }
+  func save(_ data: Data, id: String) throws { try memory.save(data, id: id) }
+  func remove(id: String) throws {
+    removals.add(1, ordering: .acquiringAndReleasing)
+    if gate.wait(timeout: .now() + .seconds(30)) == .success { gate.signal() }  // open, it stays open
+    try memory.remove(id: id)
+  }
+  func setAside(id: String) throws {}
+
+  func open() { gate.signal() }
+}
+
 @Suite("Jobs: JobManager", .timeLimit(.minutes(2)))
 struct JobManagerTests {
   let registry = JobRegistry(CountingWork.self, ScriptedWork.self)
@@ -167,6 +188,40 @@ struct JobManagerTests {
       if case .added(let added) = event, added == marker { break }
     }
     #expect(removed == 1)
+  }
+
+  /// Callers waiting for one deletion of a job's record are all answered by it, not only the
+  /// first: two removals wait for the job's cancel together, then both for the deletion, which
+  /// the store holds until both wait.
+  @Test func everyRemovalWaitingForOneDeletionReturns() async throws {
+    let store = GatedRemovalStore()
+    let manager = try JobManager(registry: registry, store: store)
+    let (job, _, release) = await startJob(units: 3, heldAt: 1)
+    let id = try manager.add(job).id
+    let entry = try #require(manager.entryForTesting(id: id))
+    let before = job.waiterCountForTesting
+    // A deletion blocks its thread until the gate opens: each removal runs on a queue of its own,
+    // not on the pool's threads, which the job (and every other test) needs.
+    // Not awaited: a removal nobody answers would never return (its `eventually` fails instead).
+    let returned = Recorder<Bool>()
+    for _ in 0..<2 {
+      Task(executorPreference: QueueExecutor()) {
+        do {
+          try await manager.remove(id: id)
+          returned.append(true)
+        } catch {
+          returned.append(false)
+        }
+      }
+    }
+    await eventually { job.waiterCountForTesting == before + 2 }  // both wait for its cancel
+    release.open()
+    await eventually { entry.removalWaiterCountForTesting == 2 && store.removalCount == 1 }
+    store.open()
+    await eventually { returned.count == 2 }
+    #expect(returned.values == [true, true])
+    #expect(store.memory[id] == nil)
+    #expect(manager.jobs.isEmpty)
   }
 
   @Test func cancelEndsTheJobAndStoresIt() async throws {

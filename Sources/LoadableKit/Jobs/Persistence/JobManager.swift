@@ -65,6 +65,14 @@ public final class JobManager: @unchecked Sendable {
       self.job = job
       self.sequence = sequence
     }
+
+    /// How many callers of ``JobManager/remove(id:)`` wait for the record's deletion, for tests.
+    var removalWaiterCountForTesting: Int { writer.withLock(owner: self) { $0.removalWaiters.count } }
+  }
+
+  /// The entry of job `id`, for tests.
+  func entryForTesting(id: String) -> Entry? {
+    state.withLock(owner: self) { $0.entries.first { $0.id == id } }
   }
 
   struct Writer {
