@@ -174,10 +174,21 @@ struct JobManagerTests {
     let id = try manager.add(job).id
     let events = manager.events
     let before = job.waiterCountForTesting
-    let removals = (0..<2).map { _ in Task { try await manager.remove(id: id) } }
+    let returned = Recorder<Bool>()  // not awaited: see everyRemovalWaitingForOneDeletionReturns
+    for _ in 0..<2 {
+      Task {
+        do {
+          try await manager.remove(id: id)
+          returned.append(true)
+        } catch {
+          returned.append(false)
+        }
+      }
+    }
     await eventually { job.waiterCountForTesting == before + 2 }  // both wait for its cancel
     release.open()
-    for removal in removals { try await removal.value }
+    await eventually { returned.count == 2 }
+    #expect(returned.values == [true, true])
     #expect(store[id] == nil)
     #expect(manager.jobs.isEmpty)
     // A job added after both returned marks the end of what the removals reported.
