@@ -338,9 +338,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       return handedOut.isEmpty || handedOut[claim.key] == nil ? .noEntry : .general
     }
     guard entry.claimCount > 0, claim.rank <= entry.claimsAt.highestOrVisible else { return .general }
-    claim.entry = entry
     entry.claimCount += 1
     entry.claimsAt[claim.rank] += 1
+    claim.entry = consume entry  // the look-up's reference, moved: no retain and release of a copy
     return .begun
   }
 
