@@ -165,6 +165,26 @@ struct JobManagerTests {
     #expect(await manager.cancel(id: id) == false)
   }
 
+  /// Starts two removals of job `id`, each on a task of its own (on an executor `executor` makes,
+  /// if given), and records whether each returned without an error. Not awaited: a removal nobody
+  /// answers would never return, where a bounded `eventually` on the record fails.
+  func startRemovals(
+    of id: String, in manager: JobManager, executor: (() -> any TaskExecutor)? = nil
+  ) -> Recorder<Bool> {
+    let returned = Recorder<Bool>()
+    for _ in 0..<2 {
+      Task(executorPreference: executor?()) {
+        do {
+          try await manager.remove(id: id)
+          returned.append(true)
+        } catch {
+          returned.append(false)
+        }
+      }
+    }
+    return returned
+  }
+
   /// Two removals of one running job that wait for its cancel together: both return once its
   /// record is deleted, and the job is removed once — one `.removed` event, not one a caller.
   @Test func twoRemovalsOfOneJobRemoveItOnce() async throws {
@@ -174,17 +194,7 @@ struct JobManagerTests {
     let id = try manager.add(job).id
     let events = manager.events
     let before = job.waiterCountForTesting
-    let returned = Recorder<Bool>()  // not awaited: see everyRemovalWaitingForOneDeletionReturns
-    for _ in 0..<2 {
-      Task {
-        do {
-          try await manager.remove(id: id)
-          returned.append(true)
-        } catch {
-          returned.append(false)
-        }
-      }
-    }
+    let returned = startRemovals(of: id, in: manager)
     await eventually { job.waiterCountForTesting == before + 2 }  // both wait for its cancel
     release.open()
     await eventually { returned.count == 2 }
@@ -209,22 +219,11 @@ struct JobManagerTests {
     let manager = try JobManager(registry: registry, store: store)
     let (job, _, release) = await startJob(units: 3, heldAt: 1)
     let id = try manager.add(job).id
-    let entry = try #require(manager.entryForTesting(id: id))
+    let entry = try #require(manager.entry(id: id))
     let before = job.waiterCountForTesting
     // A deletion blocks its thread until the gate opens: each removal runs on a queue of its own,
     // not on the pool's threads, which the job (and every other test) needs.
-    // Not awaited: a removal nobody answers would never return (its `eventually` fails instead).
-    let returned = Recorder<Bool>()
-    for _ in 0..<2 {
-      Task(executorPreference: QueueExecutor()) {
-        do {
-          try await manager.remove(id: id)
-          returned.append(true)
-        } catch {
-          returned.append(false)
-        }
-      }
-    }
+    let returned = startRemovals(of: id, in: manager, executor: QueueExecutor.init)
     await eventually { job.waiterCountForTesting == before + 2 }  // both wait for its cancel
     release.open()
     await eventually { entry.removalWaiterCountForTesting == 2 && store.removalCount == 1 }

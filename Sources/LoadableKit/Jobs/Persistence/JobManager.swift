@@ -70,8 +70,8 @@ public final class JobManager: @unchecked Sendable {
     var removalWaiterCountForTesting: Int { writer.withLock(owner: self) { $0.removalWaiters.count } }
   }
 
-  /// The entry of job `id`, for tests.
-  func entryForTesting(id: String) -> Entry? {
+  /// The entry of job `id`, or `nil`.
+  func entry(id: String) -> Entry? {
     state.withLock(owner: self) { $0.entries.first { $0.id == id } }
   }
 
@@ -183,7 +183,7 @@ public final class JobManager: @unchecked Sendable {
 
   /// The job with identifier `id`, or `nil`.
   public func job(id: String) -> (any JobHandle)? {
-    state.withLock(owner: self) { $0.entries.first { $0.id == id }?.job }
+    entry(id: id)?.job
   }
 
   /// The job with identifier `id` as a `Job<Work>`, or `nil` when there is none or its work is of
@@ -349,7 +349,7 @@ public final class JobManager: @unchecked Sendable {
   ///   store's error when the record cannot be deleted (the job is removed from the manager all the
   ///   same).
   nonisolated(nonsending) public func remove(id: String) async throws {
-    guard let entry = state.withLock(owner: self, { $0.entries.first { $0.id == id } }) else {
+    guard let entry = entry(id: id) else {
       throw JobError(code: .unknownJob, message: "the manager holds no job \"\(id)\"")
     }
     if !entry.job.status.isFinished { await entry.job.cancel() }
