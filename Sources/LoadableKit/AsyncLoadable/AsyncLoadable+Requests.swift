@@ -101,10 +101,10 @@ extension AsyncLoadable {
   final func withdrawWaiter(_ waiterID: UInt64) {
     switch withState({ $0.removeWaiter(waiterID) }) {
     case .gone: break
-    case .left(let waiter): waiter.resume(with: .failure(CancellationError()))
+    case .left(let waiter): waiter.resume(with: .failure(Cancelled.error))
     case .leftLast(let waiter, let effects):
       perform(effects)  // observers first, as everywhere
-      waiter.resume(with: .failure(CancellationError()))
+      waiter.resume(with: .failure(Cancelled.error))
     }
   }
 
@@ -190,19 +190,20 @@ extension AsyncLoadable {
   nonisolated(nonsending) final func runAttempt(
     _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?, gated: Bool
   ) async -> Result<AnyContentBox, any Error> {
-    let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
     // How many dependencies there are, and the options' object, not copies of the dependencies
     // and the options (see `waitForGate()` below).
-    typealias Start = (dependencyCount: Int, options: SharedLoadOptions?)
-    /// Under the lock: the context is published (so that a wait closing a cycle through this
-    /// attempt can find it), and the options this attempt runs with are taken, and how many of
-    /// the declared dependencies it loads (those declared by now: they are only ever appended);
-    /// `nil` when the attempt is no longer current.
+    typealias Start = (context: AttemptContext, dependencyCount: Int, options: SharedLoadOptions?)
+    /// Under the lock: the context is made and published (so that a wait closing a cycle through
+    /// this attempt can find it), and the options this attempt runs with are taken, and how many
+    /// of the declared dependencies it loads (those declared by now: they are only ever
+    /// appended); `nil` when the attempt is no longer current. The context is made only then: a
+    /// list's key scrolled away before its task ran (its attempt cancelled) allocates none.
     func begin(_ state: inout LoadStateMachine) -> Start? {
       guard state.attempt === attempt else { return nil }
+      let context = AttemptContext(owner: self, intent: attempt.intent, attemptID: attempt.id, probe: probe)
       attempt.context = context
-      guard let extras = state.extras else { return (0, nil) }
-      return (extras.dependencies.count, extras.settings?.sharedOptions)
+      guard let extras = state.extras else { return (context, 0, nil) }
+      return (context, extras.dependencies.count, extras.settings?.sharedOptions)
     }
     // The gate is almost always free: taken in the same lock as the start, without a
     // continuation.
@@ -218,7 +219,7 @@ extension AsyncLoadable {
       await waitForGate()
       start = state.withLock(owner: self) { begin(&$0) }
     }
-    guard let (dependencyCount, options) = start else { return .failure(CancellationError()) }
+    guard let (context, dependencyCount, options) = start else { return .failure(Cancelled.error) }
     defer { context.hasEnded.store(true, ordering: .releasing) }
     return await AttemptContext.run(context) {
       do {
