@@ -191,12 +191,12 @@ final class AttemptContext: Sendable {
   /// happens to reuse the attempt's task's address later, is not part of it.
   let hasEnded = Atomic<Bool>(false)
   /// For an attempt without a task: the thread whose call begins its driver (the address of its
-  /// ``PerThread`` state) while that `begin` runs, and 0 once it returned; `.max` before.
+  /// ``PerThread`` state) while that `begin` runs; 0 before and after.
   ///
   /// An outcome decided inside that call is told apart by its thread, not by the call's progress:
   /// another thread may decide it meanwhile (a writer's call answering the source the wait just
   /// joined) and is no part of that call.
-  private let driverThread = Atomic<UInt>(.max)
+  private let driverThread = Atomic<UInt>(0)
 
   /// The driver's `begin` is about to run on this thread (``isBeginningDriverHere``).
   func driverWillBegin() {
@@ -208,14 +208,10 @@ final class AttemptContext: Sendable {
     driverThread.store(0, ordering: .releasing)
   }
 
-  /// Whether the driver's `begin` returned.
-  var driverBegun: Bool { driverThread.load(ordering: .acquiring) == 0 }
-
   /// Whether this thread is inside the call that begins the driver (``driverWillBegin()``): an
   /// outcome decided here is decided inside the call that started the attempt.
   var isBeginningDriverHere: Bool {
-    let thread = driverThread.load(ordering: .acquiring)
-    return thread != 0 && thread == UInt(bitPattern: PerThread.current)
+    driverThread.load(ordering: .acquiring) == UInt(bitPattern: PerThread.current)
   }
 
   /// Most attempts have one dependency (a `map`'s source): the first one claimed and the first

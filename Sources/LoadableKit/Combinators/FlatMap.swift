@@ -100,6 +100,7 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   }
 
   private func drive(_ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?) {
+    context.driverWillBegin()
     _ = context.beginSourceWait(on: sources[0], for: attempt, probe: probe)
     context.driverDidBegin()
     // The context drives both waits: it is the driver even when the source answered at once,
@@ -125,12 +126,13 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     if innerWait == nil, case .success = outcome {
       // The source delivered, wherever that happened: the transform runs on a task of its own.
       AttemptContext.endOnATask(priority: priority, advance)
-    } else if context.driverBegun {
-      if !Trampoline.runHere(advance) { Trampoline.later(advance) }
-    } else {
+    } else if context.isBeginningDriverHere {
       // Decided inside the call that started the attempt: it ends on a task, so that it does not
-      // end inside that call, as a `map`'s does.
+      // end inside that call, as a `map`'s does. (Decided on another thread while that call still
+      // runs, it ends as it would a moment later: below.)
       AttemptContext.endOnATask(advance)
+    } else {
+      if !Trampoline.runHere(advance) { Trampoline.later(advance) }
     }
   }
 
