@@ -130,4 +130,78 @@ struct ContentLoaderExecutorTests {
     executor.runInOrder()
     #expect(loader.snapshot(for: 3)?.status != .loading)
   }
+
+  /// One change of the loader ends several keys' attempts whose places were granted slots that
+  /// their tasks had not come for yet: each slot goes to a task already waiting for one. Keys 0
+  /// and 1 are granted the two slots, but their tasks are held; the tasks of keys 2 and 3 come
+  /// for slots and wait. One `refresh(where:)` supersedes keys 0 and 1: both granted slots are
+  /// given back in that one change, and keys 2 and 3 must both load (then 0 and 1 again).
+  @Test func oneChangeThatGivesBackSeveralGrantedSlotsHandsEachToAWaitingTask() async throws {
+    let executor = HoldingTaskExecutor()
+    let started = Recorder<Int>()
+    let loader = ContentLoader<Int, String, Int>(
+      idleTimeout: nil, maximumConcurrentLoads: 2, taskExecutor: executor
+    ) { key in
+      started.append(key)
+      return ("row \(key)", 1)
+    }
+    let limiter = try #require(loader.limiter)
+    executor.isHolding = true
+    let claims = [loader.begin(0), loader.begin(1)]  // granted the two slots; their tasks held
+    executor.isHolding = false
+    let waiting = [loader.begin(2), loader.begin(3)]
+    executor.runReady()  // keys 2 and 3's tasks come for a slot and wait for one
+    #expect(started.values.isEmpty)
+    #expect(limiter.counts == (waiting: 2, running: 2))
+    #expect(limiter.state.withLock { $0.waiting.allSatisfy { $0.element.continuation != nil } })
+    loader.refresh(where: { $0 < 2 })  // one change: both granted places are given back
+    executor.runReady()
+    #expect(started.values.prefix(2).sorted() == [2, 3], "a waiting task was not handed its slot")
+    executor.releaseHeld()
+    executor.runReady()
+    #expect(started.values.sorted() == [0, 1, 2, 3])
+    for claim in claims + waiting { #expect(claim.snapshot.status == .loaded, "\(claim.snapshot)") }
+    #expect(limiter.counts == (waiting: 0, running: 0))
+    for claim in claims + waiting { claim.end() }
+    executor.runReady()
+  }
+}
+
+/// A `TaskExecutor` that holds back the jobs enqueued while ``isHolding`` is set, and runs the
+/// others, first in first out, when the test says so: a test starts some of a loader's tasks and
+/// keeps the others from coming (the tasks of keys claimed while it held).
+final class HoldingTaskExecutor: TaskExecutor, Sendable {
+  private struct Queues {
+    var isHolding = false
+    var held: [UnownedJob] = []
+    var ready: [UnownedJob] = []
+  }
+  private let queues = Mutex(Queues())
+
+  var isHolding: Bool {
+    get { queues.withLock(owner: self) { $0.isHolding } }
+    set { queues.withLock(owner: self) { $0.isHolding = newValue } }
+  }
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    queues.withLock(owner: self) { queues in
+      if queues.isHolding { queues.held.append(job) } else { queues.ready.append(job) }
+    }
+  }
+
+  /// Runs the jobs that are not held, and those they enqueue, until none is left.
+  func runReady() {
+    while let job = queues.withLock(owner: self, { $0.ready.isEmpty ? nil : $0.ready.removeFirst() }) {
+      job.runSynchronously(on: asUnownedTaskExecutor())
+    }
+  }
+
+  /// Makes the held jobs ready, after those ready now.
+  func releaseHeld() {
+    queues.withLock(owner: self) { queues in
+      queues.ready += queues.held
+      queues.held = []
+    }
+  }
 }
