@@ -5,8 +5,9 @@ import Synchronization
 import Testing
 
 /// A `flatMap`'s attempt that a dependent started runs without a task of its own (#28): it waits
-/// for its source, runs the transform on a task of its own, then waits for the loadable the
-/// transform returned. It must behave as the attempt on a task does — which is what an attempt a
+/// for its source, runs the transform — where the source's attempt ended, on the library's task,
+/// or on a task of its own when somebody's call delivered the content — then waits for the
+/// loadable the transform returned. It must behave as the attempt on a task does — which is what an attempt a
 /// caller started still runs on. So each test loads the `flatMap` both ways: by a caller (`view`
 /// itself) and by a dependent (a `map` over it).
 ///
@@ -238,6 +239,29 @@ struct FlatMapWithoutTaskTests {
     #expect(traces.values == ["none"], "the transform ran inside the writer's call, with its task-locals")
     let priority = try #require(seen["inner"])
     #expect(priority >= .high, "the inner loadable ran at \(priority), the writer's priority")
+  }
+
+  /// Its source's attempt ended on a task the library started for it, which binds no caller's
+  /// task-locals: the transform runs there, right where the source's waiters are resumed, as a
+  /// `map`'s does — not on a task of its own (one task less a portal item of a map's graph, #28).
+  /// Whether or not the transform returns a loaded loadable.
+  @Test(arguments: [false, true])
+  func theTransformRunsOnTheTaskItsSourcesAttemptEndedOn(innerLoaded: Bool) async throws {
+    let tasks = Mutex<[String: UInt]>([:])
+    let source = AsyncLoadable<Int> {
+      tasks.withLock { $0["source"] = currentTaskIdentity() }
+      return 1
+    }
+    let view = source.flatMap { value in
+      tasks.withLock { $0["transform"] = currentTaskIdentity() }
+      return innerLoaded ? AsyncLoadable(content: value + 1) : AsyncLoadable { value + 1 }
+    }
+    let top = Loader.dependent.top(of: view)
+    try await top.load()
+    #expect(top.content == 2)
+    let (sourceTask, transformTask) = tasks.withLock { ($0["source"], $0["transform"]) }
+    #expect(sourceTask != nil && sourceTask != 0)
+    #expect(transformTask == sourceTask, "the transform ran on a task of its own")
   }
 
   /// The transform runs on no task of the caller's, even when the source is loaded and the

@@ -72,10 +72,12 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   /// The attempt runs without a task of its own when a dependent started it (a `zip` or a
   /// declared dependency waiting for a portal item), in the plain case a `map`'s does
   /// (`CombinedLoadable`): no declared dependency besides the source, no load options, the gate
-  /// free. Its context waits for the source's attempt; the transform then runs on a task of its
-  /// own, as it ran on the attempt's task — at the priority of the call that started the attempt,
-  /// with none of the task-locals of whoever delivered the source's content (a writer's call:
-  /// SPEC §1) — and asks for the loadable it returned, which the context waits for next. Each wait
+  /// free. Its context waits for the source's attempt; the transform then runs where that attempt
+  /// ended, when it ended on a task the library started for it (which binds nobody's task-locals,
+  /// and which the wait raised to the attempt's priority at least), as a `map`'s does; content
+  /// that somebody's call delivered (a writer's: SPEC §1) is taken on a task of its own, at the
+  /// priority of the call that started the attempt. It asks for the loadable it returned, which
+  /// the context waits for next. Each wait
   /// is an edge of the wait-for graph while it lasts and asks with the attempt's intent; a cancel
   /// withdraws the wait in progress, or, between the two, keeps the second from beginning; a raised
   /// priority goes on to the loadable waited for, or to the next. A portal item of a map's graph
@@ -84,8 +86,9 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   /// An attempt a caller started runs on a task, as before. (It was kept there because, begun
   /// inside the caller's call, a cancel from its source's observer ended it, and called the
   /// caller's completion handler, inside that call, against SPEC §1: `CompletionCall` now holds
-  /// such a handler back for every loadable. Without a task a caller's attempt would save little:
-  /// its transform runs on a task of its own anyway.)
+  /// such a handler back for every loadable. It then saved little, its transform running on a task
+  /// of its own anyway; now that the transform runs where the source's attempt ended, a caller's
+  /// attempt without a task would save its task — not done.)
   override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
     guard let context = beginWithoutTask(attempt, probe: probe, forDependentsOnly: true) else { return false }
     let priority = RawPriority(Task.currentPriority)  // what the attempt's task would run at
@@ -124,8 +127,17 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
       self.advance(attempt, context: context, probe: probe, with: outcome, endingWait: innerWait)
     }
     if innerWait == nil, case .success = outcome {
-      // The source delivered, wherever that happened: the transform runs on a task of its own.
-      AttemptContext.endOnATask(priority: priority, advance)
+      if AttemptContext.isEndingOnAttemptTask && !context.isBeginningDriverHere {
+        // The source's attempt ended on a task the library started for it, which binds no
+        // caller's or writer's task-locals (SPEC §1): the transform runs here, as a `map`'s does
+        // (a portal item of a map's graph paid a task for it, #28). That task runs at the
+        // attempt's priority at least: the wait raised it when it joined.
+        if !Trampoline.runHere(advance) { Trampoline.later(advance) }
+      } else {
+        // Delivered inside somebody's call (a writer's, or the one that started the attempt):
+        // the transform runs on a task of its own, at the priority of the call that started it.
+        AttemptContext.endOnATask(priority: priority, advance)
+      }
     } else if context.isBeginningDriverHere {
       // Decided inside the call that started the attempt: it ends on a task, so that it does not
       // end inside that call, as a `map`'s does. (Decided on another thread while that call still
