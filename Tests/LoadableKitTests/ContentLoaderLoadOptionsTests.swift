@@ -78,4 +78,39 @@ struct ContentLoaderLoadOptionsTests {
     await source.waitForStarts(2)
     again.end()
   }
+
+  /// Under a timeout a key's load runs in a child task, where no attempt is the current task's:
+  /// it must still know which attempt it belongs to. A refresh supersedes the key's load after
+  /// its task has started the timeout's child but before that child runs: the superseded load's
+  /// interim value and result must reach nothing (it took itself for the fresh load), and the
+  /// fresh one must land.
+  @Test func aLoadSupersededBeforeItsTimeoutChildRanShowsNothing() async throws {
+    let executor = ManualTaskExecutor()
+    let calls = Mutex(0)
+    let interimShown = Recorder<Bool>()
+    let seen = Recorder<String>()
+    let loader = ContentLoader<Int, String, Int>(
+      idleTimeout: nil, loadOptions: LoadOptions(timeout: .seconds(60), clock: TestClock()), taskExecutor: executor
+    ) { _, interim in
+      let call = calls.withLock { count in
+        count += 1
+        return count
+      }
+      guard call == 1 else { return ("fresh", 3) }
+      interimShown.append(interim.deliver("stale interim", version: 9))
+      return ("stale", 5)
+    }
+    let claim = loader.begin(1) { if let value = $0.value { seen.append(value) } }
+    #expect(executor.runInOrder(maxSteps: 1) == 1)  // the attempt's task: it starts the timeout's children
+    #expect(calls.withLock { $0 } == 0)
+    loader.refresh(1)  // supersedes the load whose child has not run yet
+    executor.runInOrder()
+    #expect(calls.withLock { $0 } == 2)
+    #expect(interimShown.values == [false], "the superseded load's interim value was shown")
+    #expect(claim.snapshot.status == .loaded)
+    #expect(claim.snapshot.value == "fresh" && claim.snapshot.version == 3, "\(claim.snapshot)")
+    #expect(seen.values.allSatisfy { $0 == "fresh" }, "the superseded load reached the claim: \(seen.values)")
+    claim.end()
+    executor.runInOrder()
+  }
 }

@@ -223,7 +223,7 @@ extension AsyncLoadable {
     defer { context.hasEnded.store(true, ordering: .releasing) }
     return await AttemptContext.run(context) {
       do {
-        if dependencyCount == 0 && options == nil { return .success(try await loadBoxed()) }
+        if dependencyCount == 0 && options == nil { return .success(try await loadBoxed(for: context.attemptID)) }
         return .success(try await loadBoxed(after: dependencyCount, under: options?.value, in: context))
       } catch {
         return .failure(error)
@@ -263,13 +263,14 @@ extension AsyncLoadable {
       }
       try await loadDeclaredDependencies(dependencies, in: context)
     }
-    guard let options else { return try await loadBoxed() }
-    return try await options.run { try await self.loadBoxed() }
+    let attempt = context.attemptID
+    guard let options else { return try await loadBoxed(for: attempt) }
+    return try await options.run { try await self.loadBoxed(for: attempt) }
   }
 
-  /// The attempt's work: ``directLoad``, or else ``performLoadBoxed()``.
-  nonisolated(nonsending) private func loadBoxed() async throws -> AnyContentBox {
-    if let directLoad { return try await directLoad(self) }
+  /// The work of the attempt `attempt`: ``directLoad``, or else ``performLoadBoxed()``.
+  nonisolated(nonsending) private func loadBoxed(for attempt: UInt64) async throws -> AnyContentBox {
+    if let directLoad { return try await directLoad(self, attempt) }
     return try await performLoadBoxed()
   }
 }

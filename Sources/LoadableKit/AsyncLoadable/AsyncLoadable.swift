@@ -84,10 +84,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// destroy the copy) and the attempt that of `ContentBox<Content>` to box the result: some 330
   /// instructions each, an attempt (issue 28). A closure that captures nothing: no allocation.
   ///
+  /// It is given the loadable and the identifier of the attempt it runs for: a `ContentLoader`
+  /// key's load needs the attempt (its version rule and interim values are the attempt's), also
+  /// where it runs in a child task (under a timeout), where no attempt is the current task's.
+  ///
   /// `nil` for a subclass, which may override `performLoad()`, and for a loadable without an
   /// operation. Set in the initializer, never after: a `let`, read without the dynamic
   /// exclusivity check a class's `var` costs (~76 instructions an attempt).
-  @usableFromInline let directLoad: (@Sendable (AnyObject) async throws -> AnyContentBox)?
+  @usableFromInline let directLoad: (@Sendable (AnyObject, UInt64) async throws -> AnyContentBox)?
 
   // MARK: - Creating loadables
 
@@ -102,6 +106,15 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     directLoad = nil
   }
 
+  /// For a subclass whose attempts run `directLoad` (see ``directLoad``), given the attempt they
+  /// run for, instead of `performLoad()`.
+  @inlinable
+  init(directLoad: @escaping @Sendable (AnyObject, UInt64) async throws -> AnyContentBox) {
+    state = Mutex(LoadStateMachine(.notLoaded))
+    operation = .overridden
+    self.directLoad = directLoad
+  }
+
   /// Inlinable, like the public initializers, so that creating a loadable is specialized for the
   /// caller's `Content` instead of looking up the generic metadata of its state at run time.
   @inlinable
@@ -113,7 +126,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     statusMirror.store(status.code, ordering: .relaxed)
     self.operation = operation ?? .overridden
     if operation != nil, ObjectIdentifier(type(of: self)) == ObjectIdentifier(AsyncLoadable<Content>.self) {
-      directLoad = { loadable in
+      directLoad = { loadable, _ in
         switch unsafeDowncast(loadable, to: AsyncLoadable<Content>.self).operation {
         case .overridden: preconditionFailure("a loadable made with an operation has one")
         case .async(let operation): return ContentBox(try await operation())

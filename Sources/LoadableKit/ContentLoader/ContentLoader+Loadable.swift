@@ -265,6 +265,10 @@ extension ContentLoader {
     /// unspecialized code, each load looked up `ContentBox<Value>`'s metadata at run time (~325
     /// instructions).
     @usableFromInline let loadAndKeep: @Sendable (KeyedLoadable, UInt64?) async throws -> AnyContentBox
+    /// What a key's attempt runs (``AsyncLoadable/directLoad``): ``KeyedLoadable/loadKey(for:)``.
+    /// One closure a loader, made where its types are known, so that a key holds no closure of
+    /// its own.
+    @usableFromInline let loadKey: @Sendable (AnyObject, UInt64) async throws -> AnyContentBox
     /// ``ContentLoader/changed(_:)``: a key's status changed (its loadable's status hook).
     @usableFromInline let changed: @Sendable (ContentLoader, KeyedLoadable) -> Void
     /// ``KeyedLoadable/loadPriority``, read under the loader's lock: the priority of the task of
@@ -278,6 +282,7 @@ extension ContentLoader {
     @inlinable
     init() {
       loadAndKeep = { entry, attempt in ContentBox(try await entry.loadAndKeep(attempt: attempt)) }
+      loadKey = { entry, attempt in try await unsafeDowncast(entry, to: KeyedLoadable.self).loadKey(for: attempt) }
       changed = { loader, entry in loader.changedSpecialized(entry) }
       loadPriority = { loader, entry in loader.withState { _ in entry.loadPriority } }
       removeFromIndex = { index, key in index.removeValue(forKey: key) }
@@ -368,7 +373,7 @@ extension ContentLoader {
       self.loader = loader
       self.cameWithPrior = prior != nil
       self.versionsValue = Versions(prior: prior, priorCost: prior.map { source.cost?($0.value) ?? 0 } ?? 0)
-      super.init()
+      super.init(directLoad: source.specialized.loadKey)
     }
 
     /// Runs `body` on the versions under their lock (after the loadable's, when both are held).
@@ -417,13 +422,19 @@ extension ContentLoader {
       ContentBox<Value>.unbox(try await performLoadBoxed())
     }
 
-    /// The key's load, its value boxed where the loader's types are known (see
-    /// ``SpecializedPaths/loadAndKeep``): the engine calls this, not ``performLoad()``.
+    /// The key's load outside an attempt's work (``performLoad()``): for the running attempt.
     nonisolated(nonsending) override func performLoadBoxed() async throws -> AnyContentBox {
+      try await loadKey(for: AttemptContext.current?.attemptID ?? withState { $0.attempt?.id })
+    }
+
+    /// The key's load for `attempt`, its value boxed where the loader's types are known (see
+    /// ``SpecializedPaths/loadAndKeep``): what its attempts run (``SpecializedPaths/loadKey``),
+    /// told which attempt they are — also under a timeout, where the load runs in a child task
+    /// and the loadable's state names the attempt running *now*, which may be a fresh one that
+    /// superseded this one meanwhile.
+    @usableFromInline
+    nonisolated(nonsending) final func loadKey(for attempt: UInt64?) async throws -> AnyContentBox {
       let loader = loader
-      // The attempt this load belongs to (a load under a timeout runs in a child task, where only
-      // the state can tell).
-      let attempt = AttemptContext.current?.attemptID ?? withState { $0.attempt?.id }
       guard let executor = loader?.taskExecutor else { return try await load(limitedBy: loader, attempt: attempt) }
       // An attempt a caller started runs on the caller's executor: the load goes to the loader's
       // (for an attempt the loader launched there already, no hop), and so do the tasks it starts.
