@@ -13,7 +13,8 @@ import Testing
 ///
 /// Cancel reaches whichever wait is in progress, or keeps the second from beginning; the
 /// transform sees none of the task-locals of the caller or of whoever delivered the source's
-/// content (SPEC §1), and runs at the attempt's priority, raised by the callers who join; a
+/// content (SPEC §1), and runs at the attempt's priority — asking for the inner loadable at it,
+/// not at the source task's — raised by the callers who join; a
 /// cycle through the inner loadable fails. Several cases came from a second review of the first
 /// version (b1b369a), which broke them.
 @Suite("A flatMap without a task", .timeLimit(.minutes(1)))
@@ -262,6 +263,31 @@ struct FlatMapWithoutTaskTests {
     let (sourceTask, transformTask) = tasks.withLock { ($0["source"], $0["transform"]) }
     #expect(sourceTask != nil && sourceTask != 0)
     #expect(transformTask == sourceTask, "the transform ran on a task of its own")
+  }
+
+  /// The source's attempt runs at a higher priority than this one (a more urgent caller started
+  /// it): the transform does not run on that task, and the inner loadable is asked for at this
+  /// attempt's priority, as on a task of its own — not raised to the source's.
+  @Test func theInnerLoadIsAskedForAtTheAttemptsPriorityNotTheSourceTasks() async throws {
+    let seen = UpstreamDemandTests.Seen()
+    let sourceControl = ControlledLoad<Int>()
+    let source = sourceControl.makeLoadable()
+    let inner = AsyncLoadable<Int> {
+      seen.record("inner")
+      return 2
+    }
+    let view = source.flatMap { _ in inner }
+    let top = Loader.dependent.top(of: view)
+    let high = Task(priority: .high) { try await source.load() }
+    try await sourceControl.waitForStart()
+    let low = Task(priority: .background) { try await top.load() }
+    await eventually { source.waiterCount == 2 }
+    sourceControl.resolve(1)
+    try await low.outcome
+    try await high.outcome
+    #expect(top.content == 2)
+    let priority = try #require(seen["inner"])
+    #expect(priority < .high, "the inner loadable ran at \(priority), the source's priority")
   }
 
   /// The transform runs on no task of the caller's, even when the source is loaded and the

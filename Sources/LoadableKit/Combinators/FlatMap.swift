@@ -11,6 +11,10 @@ extension AsyncLoadable {
   /// ```swift
   /// let table: AsyncLoadable<TableInfo> = layer.flatMap { info in FeatureTable(url: info.tableURL) }
   /// ```
+  ///
+  /// `transform` is synchronous and runs outside every lock, as a `map`'s: for an attempt that a
+  /// dependent started, on the thread where this loadable's attempt ended, before that attempt's
+  /// other callers are resumed. Keep it quick — make the loadable and let it do the work.
   @inlinable
   public func flatMap<T: Sendable>(
     _ transform: @escaping @Sendable (Content) throws -> AsyncLoadable<T>
@@ -73,11 +77,11 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   /// declared dependency waiting for a portal item), in the plain case a `map`'s does
   /// (`CombinedLoadable`): no declared dependency besides the source, no load options, the gate
   /// free. Its context waits for the source's attempt; the transform then runs where that attempt
-  /// ended, when it ended on a task the library started for it (which binds nobody's task-locals,
-  /// and which the wait raised to the attempt's priority at least), as a `map`'s does; content
-  /// that somebody's call delivered (a writer's: SPEC §1) is taken on a task of its own, at the
-  /// priority of the call that started the attempt. It asks for the loadable it returned, which
-  /// the context waits for next. Each wait
+  /// ended, when it ended on a task the library started for it (which binds nobody's task-locals)
+  /// at the priority of the call that started this attempt, as a `map`'s does; otherwise — content
+  /// that somebody's call delivered (a writer's: SPEC §1), a source's task of another priority —
+  /// on a task of its own, at that priority. It asks for the loadable it returned, which the
+  /// context waits for next. Each wait
   /// is an edge of the wait-for graph while it lasts and asks with the attempt's intent; a cancel
   /// withdraws the wait in progress, or, between the two, keeps the second from beginning; a raised
   /// priority goes on to the loadable waited for, or to the next. A portal item of a map's graph
@@ -127,15 +131,19 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
       self.advance(attempt, context: context, probe: probe, with: outcome, endingWait: innerWait)
     }
     if innerWait == nil, case .success = outcome {
-      if AttemptContext.isEndingOnAttemptTask && !context.isBeginningDriverHere {
+      if AttemptContext.isEndingOnAttemptTask && !context.isBeginningDriverHere
+        && RawPriority(Task.currentPriority) == priority
+      {
         // The source's attempt ended on a task the library started for it, which binds no
-        // caller's or writer's task-locals (SPEC §1): the transform runs here, as a `map`'s does
-        // (a portal item of a map's graph paid a task for it, #28). That task runs at the
-        // attempt's priority at least: the wait raised it when it joined.
+        // caller's or writer's task-locals (SPEC §1), and which runs at this attempt's priority:
+        // the transform runs here, as a `map`'s does, and the loadable it returned is asked for
+        // at that priority (a portal item of a map's graph paid a task for it, #28).
         if !Trampoline.runHere(advance) { Trampoline.later(advance) }
       } else {
-        // Delivered inside somebody's call (a writer's, or the one that started the attempt):
-        // the transform runs on a task of its own, at the priority of the call that started it.
+        // Delivered inside somebody's call (a writer's, or the one that started the attempt), or
+        // on a task of another priority (the source's attempt wanted more urgently by others): the
+        // transform runs on a task of its own, at the priority of the call that started the
+        // attempt, and asks for the inner loadable at that priority, not the source's.
         AttemptContext.endOnATask(priority: priority, advance)
       }
     } else if context.isBeginningDriverHere {
@@ -213,8 +221,9 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   }
 }
 
-/// A `flatMap`'s attempt without a task, while it runs: which attempt, the priority its transform
-/// runs at, and its second wait once the transform ran. (Not nested in the generic class: a
+/// A `flatMap`'s attempt without a task, while it runs: which attempt, the priority it was
+/// started at (its transform runs at it, and asks for the inner loadable at it), and its second
+/// wait once the transform ran. (Not nested in the generic class: a
 /// nested type's metadata would be looked up at run time.)
 struct FlatMapAttempt: Sendable {
   let attempt: ObjectIdentifier
