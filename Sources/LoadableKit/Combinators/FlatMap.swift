@@ -81,10 +81,10 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   /// at the priority of the call that started this attempt, as a `map`'s does; otherwise — content
   /// that somebody's call delivered (a writer's: SPEC §1), a source's task of another priority —
   /// on a task of its own, at that priority. It asks for the loadable it returned, which the
-  /// context waits for next. Each wait
-  /// is an edge of the wait-for graph while it lasts and asks with the attempt's intent; a cancel
-  /// withdraws the wait in progress, or, between the two, keeps the second from beginning; a raised
-  /// priority goes on to the loadable waited for, or to the next. A portal item of a map's graph
+  /// context waits for next. Each wait is an edge of the wait-for graph while it lasts and asks
+  /// with the attempt's intent; a cancel withdraws the wait in progress, or, between the two,
+  /// keeps the second from beginning; a raised priority goes on to the loadable waited for, or to
+  /// the next. A portal item of a map's graph
   /// paid a dependency group, two suspensions and its context bound as a task-local a load (#28).
   ///
   /// An attempt a caller started runs on a task, as before. (It was kept there because, begun
@@ -223,8 +223,8 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
 
 /// A `flatMap`'s attempt without a task, while it runs: which attempt, the priority it was
 /// started at (its transform runs at it, and asks for the inner loadable at it), and its second
-/// wait once the transform ran. (Not nested in the generic class: a
-/// nested type's metadata would be looked up at run time.)
+/// wait once the transform ran. (Not nested in the generic class: a nested type's metadata would
+/// be looked up at run time.)
 struct FlatMapAttempt: Sendable {
   let attempt: ObjectIdentifier
   let priority: RawPriority
