@@ -7,16 +7,16 @@ import Testing
 /// A `flatMap`'s attempt that a dependent started runs without a task of its own (#28): it waits
 /// for its source, runs the transform — where the source's attempt ended, on the library's task,
 /// or on a task of its own when somebody's call delivered the content — then waits for the
-/// loadable the transform returned. It must behave as the attempt on a task does — which is what an attempt a
-/// caller started still runs on. So each test loads the `flatMap` both ways: by a caller (`view`
-/// itself) and by a dependent (a `map` over it).
+/// loadable the transform returned. It must behave as the attempt on a task does — which is what
+/// an attempt a caller started still runs on. So each test loads the `flatMap` both ways: by a
+/// caller (`view` itself) and by a dependent (a `map` over it).
 ///
 /// Cancel reaches whichever wait is in progress, or keeps the second from beginning; the
 /// transform sees none of the task-locals of the caller or of whoever delivered the source's
 /// content (SPEC §1), and runs at the attempt's priority — asking for the inner loadable at it,
-/// not at the source task's — raised by the callers who join; a
-/// cycle through the inner loadable fails. Several cases came from a second review of the first
-/// version (b1b369a), which broke them.
+/// not at the source task's — raised by the callers who join; a cycle through the inner loadable
+/// fails. Several cases came from a second review of the first version (b1b369a), which broke
+/// them.
 @Suite("A flatMap without a task", .timeLimit(.minutes(1)))
 struct FlatMapWithoutTaskTests {
   /// How the test loads the `flatMap`.
