@@ -131,6 +131,27 @@ struct ContentLoaderExecutorTests {
     #expect(loader.snapshot(for: 3)?.status != .loading)
   }
 
+  /// A loader released while several keys' grace timers run cancels every one of them in the one
+  /// change its release makes: none sleeps on after it. (The timers' tasks and the keys' loads are
+  /// held on the executor, so no load in flight keeps the loader.)
+  @Test func aReleasedLoaderCancelsEveryGraceTimer() async throws {
+    let executor = ManualTaskExecutor()
+    let clock = TestClock()
+    var loader: ContentLoader<Int, String, Int>? = ContentLoader(
+      gracePeriod: .seconds(1), idleTimeout: nil, clock: clock, taskExecutor: executor
+    ) { key in ("row \(key)", 1) }
+    weak let released = loader
+    do {
+      let claims = (0..<3).map { loader!.begin($0) }  // three loads, on the executor, not run
+      for claim in claims { claim.end() }  // three grace timers, on the executor, not run
+    }
+    #expect(executor.pendingJobCount == 6)
+    loader = nil
+    #expect(released == nil, "something kept the loader")
+    executor.runInOrder()
+    #expect(clock.sleeperCount == 0, "a grace timer sleeps on after its loader was released: \(clock.pendingDeadlines)")
+  }
+
   /// One change of the loader ends several keys' attempts whose places were granted slots that
   /// their tasks had not come for yet: each slot goes to a task already waiting for one. Keys 0
   /// and 1 are granted the two slots, but their tasks are held; the tasks of keys 2 and 3 come
