@@ -198,17 +198,16 @@ final class AttemptContext: Sendable {
   /// joined) and is no part of that call.
   private let driverThread = Atomic<UInt>(0)
 
-  /// The driver's `begin` is about to run on this thread (``isBeginningDriverHere``).
-  func driverWillBegin() {
+  /// Runs `begin`, which begins the attempt's driver (its wait for its sources), marked as the
+  /// call that started the attempt on this thread (``isBeginningDriverHere``).
+  @inline(__always)
+  func beginningDriver<R>(_ begin: () -> R) -> R {
     driverThread.store(UInt(bitPattern: PerThread.current), ordering: .relaxed)
+    defer { driverThread.store(0, ordering: .releasing) }
+    return begin()
   }
 
-  /// The driver's `begin` returned.
-  func driverDidBegin() {
-    driverThread.store(0, ordering: .releasing)
-  }
-
-  /// Whether this thread is inside the call that begins the driver (``driverWillBegin()``): an
+  /// Whether this thread is inside the call that begins the driver (``beginningDriver(_:)``): an
   /// outcome decided here is decided inside the call that started the attempt.
   var isBeginningDriverHere: Bool {
     driverThread.load(ordering: .acquiring) == UInt(bitPattern: PerThread.current)

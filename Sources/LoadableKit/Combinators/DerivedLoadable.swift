@@ -284,12 +284,11 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
 
   private func drive(_ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?) {
     // One source (a `map`'s) is one waiter on its attempt, kept by the context; several, a group.
-    context.driverWillBegin()
-    let driver: (any AttemptDriver)? =
+    let driver = context.beginningDriver { () -> (any AttemptDriver)? in
       sources.count == 1
-      ? context.beginSourceWait(on: sources[0], for: attempt, probe: probe)
-      : DependencyGroup.begin(sources, in: context, for: attempt, probe: probe)
-    context.driverDidBegin()
+        ? context.beginSourceWait(on: sources[0], for: attempt, probe: probe)
+        : DependencyGroup.begin(sources, in: context, for: attempt, probe: probe)
+    }
     guard let driver else { return }  // decided at once
     let (cancel, escalate) = withState { $0.attach(.driver(driver), to: attempt) }
     escalate.ifSome { driver.escalate(to: $0) }

@@ -107,9 +107,7 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   }
 
   private func drive(_ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?) {
-    context.driverWillBegin()
-    _ = context.beginSourceWait(on: sources[0], for: attempt, probe: probe)
-    context.driverDidBegin()
+    _ = context.beginningDriver { context.beginSourceWait(on: sources[0], for: attempt, probe: probe) }
     // The context drives both waits: it is the driver even when the source answered at once,
     // since the wait for the inner loadable may be under way, or about to begin.
     let (cancel, escalate) = withState { $0.attach(.driver(context), to: attempt) }
