@@ -4,12 +4,12 @@ import LoadableKitTesting
 import Synchronization
 import Testing
 
-/// A `flatMap`'s attempt that a dependent started runs without a task of its own (#28): it waits
-/// for its source, runs the transform — where the source's attempt ended, on the library's task,
-/// or on a task of its own when somebody's call delivered the content — then waits for the
-/// loadable the transform returned. It must behave as the attempt on a task does — which is what
-/// an attempt a caller started still runs on. So each test loads the `flatMap` both ways: by a
-/// caller (`view` itself) and by a dependent (a `map` over it).
+/// A `flatMap`'s attempt runs without a task of its own (#28): it waits for its source, runs the
+/// transform — where the source's attempt ended, on the library's task, or on a task of its own
+/// when somebody's call delivered the content — then waits for the loadable the transform
+/// returned. It must behave as the attempt on a task does — which is what an attempt with load
+/// options still runs on. So each test loads the `flatMap` by a caller (`view` itself) and by a
+/// dependent (a `map` over it), both without a task, and most also with load options, on a task.
 ///
 /// Cancel reaches whichever wait is in progress, or keeps the second from beginning; the
 /// transform sees none of the task-locals of the caller or of whoever delivered the source's
@@ -21,15 +21,35 @@ import Testing
 struct FlatMapWithoutTaskTests {
   /// How the test loads the `flatMap`.
   enum Loader: CaseIterable, CustomTestStringConvertible {
-    /// `view` itself: its attempt runs on a task.
+    /// `view` itself: a caller's attempt, without a task.
     case caller
-    /// A `map` over it: its attempt is a dependent's, without a task.
+    /// A `map` over it: a dependent's attempt, without a task.
     case dependent
+    /// `view` itself with load options: a caller's attempt on a task (`performLoad()`), the
+    /// behaviour the others must match.
+    case onATask
 
-    var testDescription: String { self == .caller ? "by a caller" : "by a dependent" }
+    /// The two ways that run without a task.
+    static let withoutTask: [Loader] = [.caller, .dependent]
+
+    var testDescription: String {
+      switch self {
+      case .caller: "by a caller"
+      case .dependent: "by a dependent"
+      case .onATask: "on a task"
+      }
+    }
 
     /// What the test calls `load()` on.
-    func top(of view: AsyncLoadable<Int>) -> AsyncLoadable<Int> { self == .caller ? view : view.map { $0 } }
+    func top(of view: AsyncLoadable<Int>) -> AsyncLoadable<Int> {
+      switch self {
+      case .caller: return view
+      case .dependent: return view.map { $0 }
+      case .onATask:
+        view.loadOptions = LoadOptions()
+        return view
+      }
+    }
   }
 
   /// Holds a loadable for a closure made before it.
@@ -245,9 +265,10 @@ struct FlatMapWithoutTaskTests {
   /// Its source's attempt ended on a task the library started for it, which binds no caller's
   /// task-locals: the transform runs there, right where the source's waiters are resumed, as a
   /// `map`'s does — not on a task of its own (one task less a portal item of a map's graph, #28).
-  /// Whether or not the transform returns a loaded loadable.
-  @Test(arguments: [false, true])
-  func theTransformRunsOnTheTaskItsSourcesAttemptEndedOn(innerLoaded: Bool) async throws {
+  /// Whether or not the transform returns a loaded loadable; whether a caller or a dependent
+  /// started the attempt (a caller's ran on a task of its own until #28's second step).
+  @Test(arguments: Loader.withoutTask, [false, true])
+  func theTransformRunsOnTheTaskItsSourcesAttemptEndedOn(loader: Loader, innerLoaded: Bool) async throws {
     let tasks = Mutex<[String: UInt]>([:])
     let source = AsyncLoadable<Int> {
       tasks.withLock { $0["source"] = currentTaskIdentity() }
@@ -257,7 +278,7 @@ struct FlatMapWithoutTaskTests {
       tasks.withLock { $0["transform"] = currentTaskIdentity() }
       return innerLoaded ? AsyncLoadable(content: value + 1) : AsyncLoadable { value + 1 }
     }
-    let top = Loader.dependent.top(of: view)
+    let top = loader.top(of: view)
     try await top.load()
     #expect(top.content == 2)
     let (sourceTask, transformTask) = tasks.withLock { ($0["source"], $0["transform"]) }
@@ -268,7 +289,8 @@ struct FlatMapWithoutTaskTests {
   /// The source's attempt runs at a higher priority than this one (a more urgent caller started
   /// it): the transform does not run on that task, and the inner loadable is asked for at this
   /// attempt's priority, as on a task of its own — not raised to the source's.
-  @Test func theInnerLoadIsAskedForAtTheAttemptsPriorityNotTheSourceTasks() async throws {
+  @Test(arguments: Loader.withoutTask)
+  func theInnerLoadIsAskedForAtTheAttemptsPriorityNotTheSourceTasks(loader: Loader) async throws {
     let seen = UpstreamDemandTests.Seen()
     let sourceControl = ControlledLoad<Int>()
     let source = sourceControl.makeLoadable()
@@ -277,7 +299,7 @@ struct FlatMapWithoutTaskTests {
       return 2
     }
     let view = source.flatMap { _ in inner }
-    let top = Loader.dependent.top(of: view)
+    let top = loader.top(of: view)
     let high = Task(priority: .high) { try await source.load() }
     try await sourceControl.waitForStart()
     let low = Task(priority: .background) { try await top.load() }

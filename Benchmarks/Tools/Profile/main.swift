@@ -235,6 +235,15 @@ case "mapchain":
   // the thread that ran them after `load()` returned: the whole chain is freed before the
   // process exits, every run, so that the release is counted the same way in both scenarios.
   await whenFreed { released }
+case "flatmap":
+  // `count` fresh `flatMap`s, each over a fresh source, loaded by a caller (an app's
+  // `item.flatMap { … }.load()`): the source and the inner loadable load on tasks of their own.
+  for _ in 0..<count {
+    let source = AsyncLoadable<Int> { 1 }
+    let view = source.flatMap { value in AsyncLoadable<Int> { value + 1 } }
+    try await view.load()
+    precondition(view.content == 2)
+  }
 case "mapchain-unloaded":
   // The map chain built and released without a load: `mapchain` minus this is the load alone,
   // which is what the benchmark times.
@@ -437,6 +446,6 @@ case "progress":
   let output = try await job.output
   precondition(output == count)
 default:
-  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|mapchain|zip|claim|keys|graph|graph-unloaded|memograph|progress [count] [victims]")
+  print("usage: loadable-profile load|fetchIfNeeded|content|create|coalesce|cancel|flatmap|mapchain|zip|claim|keys|graph|graph-unloaded|memograph|progress [count] [victims]")
 }
 }

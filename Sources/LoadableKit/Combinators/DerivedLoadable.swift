@@ -129,19 +129,14 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   /// Starts `attempt` without a task (see `CombinedLoadable.launchWithoutTask(_:probe:)`, and a
   /// `flatMap`'s): its context, published as the running attempt's, or `nil` when it must run on a
   /// task — the sources are not its only declared dependencies, it has load options, or the gate
-  /// is taken (an attempt's task is still running); with `forDependentsOnly`, also when a caller
-  /// rather than a dependent started it — or it is no longer current.
-  final func beginWithoutTask(
-    _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?, forDependentsOnly: Bool = false
-  ) -> AttemptContext? {
+  /// is taken (an attempt's task is still running) — or it is no longer current.
+  final func beginWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> AttemptContext? {
     let sourceCount = sources.count
-    // The context is made only when the attempt goes without a task: a `flatMap`'s attempt that a
-    // caller started never does, and paid for a context made and freed for nothing. (Made under
-    // the lock: its initializer runs no user code.)
+    // The context is made only when the attempt goes without a task. (Made under the lock: its
+    // initializer runs no user code.)
     return withState { state -> AttemptContext? in
       guard state.attempt === attempt, state.extras?.settings?.options == nil,
-        (state.extras?.dependencies.count ?? 0) == sourceCount,
-        !forDependentsOnly || attempt.standing == .forDependents, state.tryEnterGate()
+        (state.extras?.dependencies.count ?? 0) == sourceCount, state.tryEnterGate()
       else { return nil }
       // What the attempt's task would have run at: where it must go on on a task, it does so.
       let context = AttemptContext(
