@@ -85,6 +85,40 @@ struct FlatMapWithoutTaskTests {
     holder.loadable.withLock { $0 = nil }
   }
 
+  /// Cancelled after its source answered at once but before the task its transform runs on ran,
+  /// the attempt runs no transform: its result would be dropped. (On a task, an attempt no longer
+  /// current when its task begins runs nothing; a `map`'s checks as it goes on. Found by a second
+  /// review of 1050cf2: the transform ran, and only the inner load was refused.)
+  @Test(arguments: Loader.allCases)
+  func aCancelBeforeTheTransformsTaskRanRunsNoTransform(loader: Loader) async throws {
+    let transforms = Mutex(0)
+    let inner = AsyncLoadable<Int>(content: 2)
+    let view = AsyncLoadable<Int>(content: 1).flatMap { _ in
+      transforms.withLock { $0 += 1 }
+      return inner
+    }
+    let top = loader.top(of: view)
+    let executor = ManualTaskExecutor()
+    let outcome = Mutex<Result<Void, any Error>?>(nil)
+    executor.spawn {
+      do {
+        try await top.load()
+        outcome.withLock { $0 = .success(()) }
+      } catch {
+        outcome.withLock { $0 = .failure(error) }
+      }
+    }
+    // The caller's task starts the attempt, which goes on on a task the executor holds.
+    executor.runInOrder(maxSteps: 1)
+    #expect(top.loadStatus == .loading && transforms.withLock { $0 } == 0)
+    top.cancelLoad()
+    executor.runInOrder()
+    #expect(executor.pendingJobCount == 0)
+    #expect(transforms.withLock { $0 } == 0, "the transform ran for a cancelled attempt")
+    #expect(outcome.withLock { $0.map { (try? $0.get()) == nil } } == true, "the caller was not told of the cancel")
+    #expect(view.content == nil)
+  }
+
   /// Cancelled while it waits for the inner loadable, the attempt withdraws that wait, and the
   /// inner attempt, which only it wanted, is undone — whether the source answered at once (already
   /// loaded) or later.
@@ -220,6 +254,35 @@ struct FlatMapWithoutTaskTests {
     let high = Task(priority: .high) { try await top.load() }
     await eventually { top.waiterCount == 2 }
     release.signal()
+    try await high.outcome
+    try await low.outcome
+    #expect(top.content == 2)
+    let priority = try #require(seen["inner"])
+    #expect(priority >= .high, "the inner loadable ran at \(priority)")
+  }
+
+  /// A more urgent caller joins while the attempt still waits for its source: the raise reaches
+  /// the source, and after it the transform and the inner load run at it — as on a task, which the
+  /// joining caller raised. (Found by a second review of 1050cf2: without a task, the transform
+  /// ran at the starting call's priority, and the inner load was never raised — for a dependent's
+  /// attempt before 1050cf2 too.)
+  @Test(arguments: Loader.allCases)
+  func aPriorityRaisedWhileTheSourceLoadsReachesTheInnerLoad(loader: Loader) async throws {
+    let seen = UpstreamDemandTests.Seen()
+    let sourceControl = ControlledLoad<Int>()
+    let source = sourceControl.makeLoadable()
+    let inner = AsyncLoadable<Int> {
+      await waitUntilRaised(to: .high)
+      seen.record("inner")
+      return 2
+    }
+    let top = loader.top(of: source.flatMap { _ in inner })
+    let low = Task(priority: .background) { try await top.load() }
+    try await sourceControl.waitForStart()
+    let high = Task(priority: .high) { try await top.load() }
+    await eventually { top.waiterCount == 2 }
+    #expect(top.waiterCount == 2)
+    sourceControl.resolve(1)
     try await high.outcome
     try await low.outcome
     #expect(top.content == 2)

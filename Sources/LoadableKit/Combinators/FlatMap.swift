@@ -77,16 +77,17 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   /// The attempt runs without a task of its own in the plain case a `map`'s does
   /// (`CombinedLoadable`): no declared dependency besides the source, no load options, the gate
   /// free — whoever started it, a caller or a dependent (a `zip` or a declared dependency waiting
-  /// for a portal item). Its context waits for the source's attempt; the transform then runs where that attempt
-  /// ended, when it ended on a task the library started for it (which binds nobody's task-locals)
-  /// at the priority of the call that started this attempt, as a `map`'s does; otherwise — content
+  /// for a portal item). Its context waits for the source's attempt; the transform then runs
+  /// where that attempt ended, when it ended on a task the library started for it (which binds
+  /// nobody's task-locals) at this attempt's priority (the call that started it, raised by each
+  /// caller who joined since: ``AttemptContext/demand``), as a `map`'s does; otherwise — content
   /// that somebody's call delivered (a writer's: SPEC §1), a source's task of another priority —
   /// on a task of its own, at that priority. It asks for the loadable it returned, which the
   /// context waits for next. Each wait is an edge of the wait-for graph while it lasts and asks
   /// with the attempt's intent; a cancel withdraws the wait in progress, or, between the two,
   /// keeps the second from beginning; a raised priority goes on to the loadable waited for, or to
-  /// the next. A portal item of a map's graph
-  /// paid a dependency group, two suspensions and its context bound as a task-local a load (#28).
+  /// the next. A portal item of a map's graph paid a dependency group, two suspensions and its
+  /// context bound as a task-local a load (#28).
   ///
   /// An attempt a caller started ran on a task until the transform could run where the source's
   /// attempt ended: begun inside the caller's call, a cancel from its source's observer ended it,
@@ -96,9 +97,8 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   /// instructions, #28).
   override func launchWithoutTask(_ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?) -> Bool {
     guard let context = beginWithoutTask(attempt, probe: probe) else { return false }
-    let priority = RawPriority(Task.currentPriority)  // what the attempt's task would run at
     let stale = running.withLock(owner: self) { running in
-      defer { running = FlatMapAttempt(attempt: ObjectIdentifier(attempt), priority: priority) }
+      defer { running = FlatMapAttempt(attempt: ObjectIdentifier(attempt)) }
       return running
     }
     _ = consume stale  // none: every attempt takes its own when it ends
@@ -122,14 +122,17 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     // Which wait ended: the inner loadable's once the transform ran (its wait is handed on, a copy
     // released after the lock), else the source's.
     let id = ObjectIdentifier(attempt)
-    let (innerWait, priority) = running.withLock(owner: self) { running -> (FlatMapInnerWait?, RawPriority) in
-      guard running?.attempt == id else { return (nil, .none) }
-      return (running!.inner, running!.priority)
+    let innerWait = running.withLock(owner: self) { running -> FlatMapInnerWait? in
+      guard running?.attempt == id else { return nil }
+      return running!.inner
     }
     @Sendable func advance() {
       self.advance(attempt, context: context, probe: probe, with: outcome, endingWait: innerWait)
     }
     if innerWait == nil, case .success = outcome {
+      // The attempt's priority: the call that started it, raised by each caller who joined since
+      // (a raise while it waited for its source went on to the source, and is kept here).
+      let priority = context.demand
       if AttemptContext.isEndingOnAttemptTask && !context.isBeginningDriverHere
         && RawPriority(Task.currentPriority) == priority
       {
@@ -141,9 +144,15 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
       } else {
         // Delivered inside somebody's call (a writer's, or the one that started the attempt), or
         // on a task of another priority (the source's attempt wanted more urgently by others): the
-        // transform runs on a task of its own, at the priority of the call that started the
-        // attempt, and asks for the inner loadable at that priority, not the source's.
-        AttemptContext.endOnATask(priority: priority, advance)
+        // transform runs on a task of its own, at the attempt's priority, and asks for the inner
+        // loadable at that priority, not the source's — and not at all for an attempt cancelled
+        // meanwhile (its result would be dropped), as a `map`'s.
+        AttemptContext.endOnATask(priority: priority) {
+          guard self.withState({ $0.attempt === attempt }) else {
+            return self.advance(attempt, context: context, probe: probe, with: .failure(CancellationError()), endingWait: nil)
+          }
+          advance()
+        }
       }
     } else if context.isBeginningDriverHere {
       // Decided inside the call that started the attempt: it ends on a task, so that it does not
@@ -220,13 +229,11 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   }
 }
 
-/// A `flatMap`'s attempt without a task, while it runs: which attempt, the priority it was
-/// started at (its transform runs at it, and asks for the inner loadable at it), and its second
-/// wait once the transform ran. (Not nested in the generic class: a nested type's metadata would
-/// be looked up at run time.)
+/// A `flatMap`'s attempt without a task, while it runs: which attempt, and its second wait once
+/// the transform ran. (Not nested in the generic class: a nested type's metadata would be looked
+/// up at run time.)
 struct FlatMapAttempt: Sendable {
   let attempt: ObjectIdentifier
-  let priority: RawPriority
   var inner: FlatMapInnerWait?
 }
 
