@@ -12,10 +12,10 @@ extension AsyncLoadable {
   /// let table: AsyncLoadable<TableInfo> = layer.flatMap { info in FeatureTable(url: info.tableURL) }
   /// ```
   ///
-  /// `transform` is synchronous and runs outside every lock, as a `map`'s: on the thread where this
-  /// loadable's attempt ended, before that attempt's other callers are resumed, when that attempt
-  /// ended on a task of its own; otherwise on a task of its own. Keep it quick — make the loadable
-  /// and let it do the work.
+  /// `transform` is synchronous and runs outside every lock, as a `map`'s: where this loadable's
+  /// attempt ended, before that attempt's other callers are resumed, when it ended on a task the
+  /// library started for it, at the priority the `flatMap`'s attempt runs at; otherwise on a task
+  /// of its own. Keep it quick — make the loadable and let it do the work.
   @inlinable
   public func flatMap<T: Sendable>(
     _ transform: @escaping @Sendable (Content) throws -> AsyncLoadable<T>
