@@ -235,6 +235,8 @@ def build(data):
            "node", "Pipeline task chain baseline", 1.5, (100, 1000))
     growth("`zip`, load (baseline: a task group of as many closures)", "Pipeline zip load", (100, 1000, 10000),
            "input", "Pipeline task group baseline", 1.5, (1000, 10000))
+    versus("a caller's `flatMap`, per load ÷ two tasks, one after the other", p50("Pipeline flatMap load by a caller ×100"),
+           p50("Pipeline flatMap baseline two tasks ×100"))
 
     section("5. ContentLoader")
     versus("claim begin+end on a loaded key ÷ a `Mutex`-protected claim count", p50("ContentLoader claim begin+end ×1000"),

@@ -1,4 +1,4 @@
-// 4. Pipelines: loading a `map` chain and a `zip`, per node.
+// 4. Pipelines: loading a `map` chain and a `zip`, per node; a caller's `flatMap`, per load.
 //
 // Each iteration builds a fresh, unloaded pipeline (not measured), then measures one `load()` of
 // its end, which loads every node. The three sizes of each shape show whether the cost is linear
@@ -68,5 +68,29 @@ func registerPipelineBenchmarks() {
       benchmark.stopMeasurement()
       precondition(values.count == width)
     }
+  }
+
+  // A caller's `flatMap` (an app's `item.flatMap { … }.load()`): 100 fresh ones, each over a fresh
+  // source, loaded one after the other; the inner loadable is made by the transform. The baseline
+  // is what one would write by hand: a task for the source's value, then one for the inner value.
+  let flatMaps = 100
+  Benchmark("Pipeline flatMap load by a caller ×\(flatMaps)", configuration: configuration) { benchmark in
+    let views = (0..<flatMaps).map { index in
+      AsyncLoadable<Int> { index }.flatMap { value in AsyncLoadable<Int> { value + 1 } }
+    }
+    benchmark.startMeasurement()
+    for view in views { try await view.load() }
+    benchmark.stopMeasurement()
+    precondition(views.last?.content == flatMaps)
+  }
+  Benchmark("Pipeline flatMap baseline two tasks ×\(flatMaps)", configuration: configuration) { benchmark in
+    benchmark.startMeasurement()
+    var last = 0
+    for index in 0..<flatMaps {
+      let value = try await Task<Int, any Error> { index }.value
+      last = try await Task<Int, any Error> { value + 1 }.value
+    }
+    benchmark.stopMeasurement()
+    precondition(last == flatMaps)
   }
 }
