@@ -296,6 +296,38 @@ struct FlatMapWithoutTaskTests {
     #expect(priority >= .high, "the inner loadable ran at \(priority)")
   }
 
+  /// The source answered inside the starting call, so the transform goes on on a task of its own;
+  /// a more urgent caller joins before that task ran: the raise reaches that task, and the
+  /// transform runs at it, as a `map`'s step does — not only the inner load after it.
+  @Test(arguments: Loader.allCases)
+  func aPriorityRaisedBeforeTheTransformsTaskRanRaisesThatTask(loader: Loader) async throws {
+    let transformPriority = Mutex<TaskPriority?>(nil)
+    let view = AsyncLoadable<Int>(content: 1).flatMap { value in
+      transformPriority.withLock { $0 = Task.currentPriority }
+      return AsyncLoadable<Int>(content: value + 1)
+    }
+    let top = loader.top(of: view)
+    let executor = ManualTaskExecutor()
+    let low = Task(executorPreference: executor, priority: .background) {
+      try await TaskLaunch.executor.withValue(executor) { try await top.load() }
+    }
+    // The starting call runs: the source answers at once, and the step waits on the executor.
+    await eventually { executor.pendingJobCount > 0 }
+    executor.runInOrder(maxSteps: 1)
+    #expect(top.loadStatus == .loading && transformPriority.withLock { $0 } == nil)
+    let high = Task(priority: .high) { try await top.load() }
+    await eventually { top.waiterCount == 2 }
+    if loader != .onATask {
+      await eventually { view.withState { $0.attempt?.context?.demand ?? .none } >= RawPriority(.high) }
+    }
+    executor.runInOrder()
+    try await high.outcome
+    try await low.outcome
+    #expect(top.content == 2)
+    let priority = try #require(transformPriority.withLock { $0 })
+    #expect(priority >= .high, "the transform ran at \(priority)")
+  }
+
   /// The source's content delivered by somebody's synchronous call (a `ContentLoader` key
   /// written): the transform does not run inside that call — none of the writer's task-locals —
   /// and the inner load runs at the attempt's priority, not the writer's. (From the review.)
