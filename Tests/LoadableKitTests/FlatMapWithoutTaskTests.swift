@@ -85,6 +85,20 @@ struct FlatMapWithoutTaskTests {
     holder.loadable.withLock { $0 = nil }
   }
 
+  /// Joins `top`'s attempt from a `.high` task, and waits until the raise reached `view`'s: on a
+  /// task the join raises that task; without one the raise reaches the attempt after the caller
+  /// joined (its demand), and a test that went on before it would see it arrive by another way.
+  func joinAtHighPriority(
+    _ top: AsyncLoadable<Int>, of view: AsyncLoadable<Int>, _ loader: Loader
+  ) async -> Task<Void, any Error> {
+    let high = Task(priority: .high) { try await top.load() }
+    await eventually { top.waiterCount == 2 }
+    if loader != .onATask {
+      await eventually { view.withState { $0.attempt?.context?.demand ?? .none } >= RawPriority(.high) }
+    }
+    return high
+  }
+
   /// Cancelled after its source answered at once but before the task its transform runs on ran,
   /// the attempt runs no transform: its result would be dropped. (On a task, an attempt no longer
   /// current when its task begins runs nothing; a `map`'s checks as it goes on. Found by a second
@@ -281,13 +295,7 @@ struct FlatMapWithoutTaskTests {
     let top = loader.top(of: view)
     let low = Task(priority: .background) { try await top.load() }
     try await sourceControl.waitForStart()
-    let high = Task(priority: .high) { try await top.load() }
-    await eventually { top.waiterCount == 2 }
-    if loader != .onATask {
-      // The raise reaches the attempt after the caller joined: wait for it, or the source would
-      // answer before it and the raise go on to the inner load by another way.
-      await eventually { view.withState { $0.attempt?.context?.demand ?? .none } >= RawPriority(.high) }
-    }
+    let high = await joinAtHighPriority(top, of: view, loader)
     sourceControl.resolve(1)
     try await high.outcome
     try await low.outcome
@@ -315,11 +323,7 @@ struct FlatMapWithoutTaskTests {
     await eventually { executor.pendingJobCount > 0 }
     executor.runInOrder(maxSteps: 1)
     #expect(top.loadStatus == .loading && transformPriority.withLock { $0 } == nil)
-    let high = Task(priority: .high) { try await top.load() }
-    await eventually { top.waiterCount == 2 }
-    if loader != .onATask {
-      await eventually { view.withState { $0.attempt?.context?.demand ?? .none } >= RawPriority(.high) }
-    }
+    let high = await joinAtHighPriority(top, of: view, loader)
     executor.runInOrder()
     try await high.outcome
     try await low.outcome
