@@ -104,9 +104,14 @@ final class AttemptContext: Sendable {
     if thread.pointee.goingOn != nil {
       thread.pointee.goingOn!.append((context, step))
     } else {
-      let priority = max(context.demand, RawPriority(Task.currentPriority))
-      context.wentOn(to: endOnATask(priority: priority) { context.runWentOnStep(step) }, at: priority)
+      context.goOn(onATaskAt: max(context.demand, RawPriority(Task.currentPriority)), step)
     }
+  }
+
+  /// Runs `step` on a task of its own at `priority`, the task the attempt went on on: a raise that
+  /// comes before it ran `step` raises it too (``wentOn(to:at:)``).
+  func goOn(onATaskAt priority: RawPriority, _ step: @escaping @Sendable () -> Void) {
+    wentOn(to: AttemptContext.endOnATask(priority: priority) { self.runWentOnStep(step) }, at: priority)
   }
 
   /// The highest priority asked of this attempt without a task (``State/demand``).

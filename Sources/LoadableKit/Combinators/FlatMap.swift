@@ -147,16 +147,14 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
         // transform runs on a task of its own, at the attempt's priority, and asks for the inner
         // loadable at that priority, not the source's — and not at all for an attempt cancelled
         // meanwhile (its result would be dropped), as a `map`'s. A raise that comes before that
-        // task ran its step raises it (``AttemptContext/wentOn(to:at:)``), as a `map`'s step's.
-        let task = AttemptContext.endOnATask(priority: priority) {
-          context.runWentOnStep {
-            guard self.withState({ $0.attempt === attempt }) else {
-              return self.advance(attempt, context: context, probe: probe, with: .failure(CancellationError()), endingWait: nil)
-            }
-            advance()
+        // task ran its step raises it (``AttemptContext/goOn(onATaskAt:_:)``), as a `map`'s step's
+        // (which runs at the current task's priority instead, if higher: not the inner load's).
+        context.goOn(onATaskAt: priority) {
+          guard self.withState({ $0.attempt === attempt }) else {
+            return self.advance(attempt, context: context, probe: probe, with: .failure(CancellationError()), endingWait: nil)
           }
+          advance()
         }
-        context.wentOn(to: task, at: priority)
       }
     } else if context.isBeginningDriverHere {
       // Decided inside the call that started the attempt: it ends on a task, so that it does not
