@@ -335,6 +335,40 @@ struct AttemptTaskLocalTests {
     #expect(traces.values == ["none"], "the transform ran inside the \(callback)'s call, with its task-locals")
   }
 
+  /// The same write made by the `deinit` of a value an attempt's end lets go of (the content a
+  /// `map`'s refresh replaces, as it ends on its source's task), inside a task-local the `deinit`
+  /// binds: a `deinit` is user code too.
+  @Test func aWriteFromADeinitAtAnAttemptsEndDoesNotRunAMapsTransformInIt() async throws {
+    let traces = Recorder<String>()
+    let control = ControlledLoad<Int>()
+    let keys = Self.keys(loadingWith: control)
+    let view = keys.loadable(for: "k").map { value in
+      traces.append(CallerTrace.id ?? "none")
+      return value + 1
+    }
+    let load = Task { try await view.load() }
+    try await control.waitForStart()
+    // A `map` whose first content writes the key when it is let go of: its refresh ends on the
+    // task of its source's refresh, and lets that content go there.
+    let source = AsyncLoadable { () -> Int in 0 }
+    let first = Mutex(true)
+    let other = source.map { _ -> WritesWhenReleased in
+      let isFirst = first.withLock { first in
+        defer { first = false }
+        return first
+      }
+      return WritesWhenReleased {
+        guard isFirst else { return }
+        CallerTrace.$id.withValue("deinit") { _ = keys.set(1, version: 1, for: "k") }
+      }
+    }
+    try await other.load()
+    try await other.sync()
+    try await load.value
+    #expect(view.content == 2)
+    #expect(traces.values == ["none"], "the transform ran inside the deinit's call, with its task-locals")
+  }
+
   @Test func aLoadablesAttemptSeesNoTaskLocalOfItsCaller() async throws {
     let seen = Recorder<String>()
     let loadable = AsyncLoadable { () async -> Int in
@@ -371,4 +405,11 @@ final class HoldingInstrument: LoadInstrument {
     guard first else { return }
     _ = gate.wait(timeout: .now() + .seconds(30))
   }
+}
+
+/// A value that runs `onRelease` in its `deinit`.
+final class WritesWhenReleased: Sendable {
+  let onRelease: @Sendable () -> Void
+  init(_ onRelease: @escaping @Sendable () -> Void) { self.onRelease = onRelease }
+  deinit { onRelease() }
 }

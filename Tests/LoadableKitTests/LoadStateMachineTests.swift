@@ -490,12 +490,15 @@ struct LoadStateMachineTests {
         guard !interest.isEmpty else { continue }
         let held = interest.remove(at: Int(generator.next() % UInt64(interest.count)))
         let wasCurrent = held === machine.attempt
+        // Read before: an attempt that ends hands what it held of the loadable before it to the
+        // effects (`takePrevious()`).
+        let statusBefore = held.previousOutcomeStatus
         let effects = machine.removeInterest(from: held).effects ?? LoadEffects()
         event = effects.event
         settle(effects)
         if effects.endedAttempt {
           #expect(wasCurrent && machine.attempt == nil, "step \(step): only the current attempt is undone")
-          #expect(held.previousOutcomeStatus == machine.status, "step \(step): undoing restores the status before it")
+          #expect(statusBefore == machine.status, "step \(step): undoing restores the status before it")
           stale.append(held)
           waiting = []
         }

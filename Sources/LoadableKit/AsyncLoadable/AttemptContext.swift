@@ -175,6 +175,20 @@ final class AttemptContext: Sendable {
     thread.pointee.attemptTaskDepth = depth
   }
 
+  /// Lets go of `value`, what an end of an attempt let go of (the last phase of the one order of
+  /// effects), as no part of that end: a `deinit` it runs is user code, as an observer is
+  /// (``runningCallbacks(_:)``), and a write it makes inside a task-local of its own must not let
+  /// a transform run inline, inside that task-local.
+  @inline(__always)
+  static func releasingAsCallbacks<T: ~Copyable>(_ value: consuming T) {
+    let thread = PerThread.current
+    let depth = thread.pointee.attemptTaskDepth
+    guard depth > 0 else { return }
+    thread.pointee.attemptTaskDepth = 0
+    _ = consume value
+    thread.pointee.attemptTaskDepth = depth
+  }
+
   /// Runs `body` as a block outside any attempt on `thread` (see ``outside(_:)``).
   @inline(__always)
   private static func counted<R>(on thread: UnsafeMutablePointer<PerThread>, _ body: () throws -> R) rethrows -> R {

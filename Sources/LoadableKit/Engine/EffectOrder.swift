@@ -14,7 +14,7 @@
 ///    snapshots and events, a job's observers and instruments — then update live views;
 /// 4. ``resumePhase(_:)``: resume waiters, then start what the event started;
 /// 5. release what the state let go of: it goes with the effects value that ``carryOut(_:)``
-///    consumed, after the phases.
+///    consumed, after the phases, as user code (``AttemptContext/releasingAsCallbacks(_:)``).
 ///
 /// Effects that hold another host's effects (a loader's hold its keys') carry out each phase of
 /// those within the same phase of theirs, through the other host's phase methods.
@@ -45,6 +45,8 @@ extension EffectsHost {
       AttemptContext.runningCallbacks { notifyPhase(effects) }
       resumePhase(effects)
     }
-    // 5. What the state let go of is released with `effects`, after this.
+    // 5. What the state let go of is released with `effects`: user values, whose `deinit` is
+    // user code too.
+    AttemptContext.releasingAsCallbacks(effects)
   }
 }

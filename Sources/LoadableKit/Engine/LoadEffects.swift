@@ -57,7 +57,8 @@ struct LoadEffects {
   /// what it derived its content from does not count.
   var attemptCommitted = true
   /// What the state let go of: destroyed with the effects, after the lock is released, because
-  /// a content's or an error's `deinit` is user code (and the attempt holds copies of both).
+  /// a content's or an error's `deinit` is user code (and an ended attempt hands over its copies
+  /// of both: ``LoadReleased/previous``).
   var released = LoadReleased()
   /// `false` when whoever carries the effects out already knows of the status change: a loader
   /// carrying out effects it decided for its key, whose state it read under its own lock
@@ -74,6 +75,10 @@ struct LoadReleased {
   /// A ``ContentBox``.
   var content: AnyContentBox?
   var error: (any Error)?
+  /// What the ended attempt held of the loadable before it (``RunningAttempt/takePrevious()``).
+  var previous: Previous = (nil, nil)
+
+  typealias Previous = (content: AnyContentBox?, error: (any Error)?)
 }
 
 /// A status change to deliver to observers after the lock is released.

@@ -35,6 +35,7 @@ extension LoadStateMachine {
     var effects = Effects()
     effects.cancel = old.runner
     effects.released = Released(attempt: nil, context: old.context.take())
+    effects.released.previous = old.takePrevious()  // the fresh attempt holds its own copies
     return .superseded(fresh: fresh, superseded: old, effects: effects)
   }
 }

@@ -342,6 +342,7 @@ struct LoadStateMachine {
     }
     let event = setPhase(.idle(outcome))
     let waiters = attempt.takeWaiters()
+    released.previous = attempt.takePrevious()
     released.attempt = consume attempt
     // Built in one expression, as it is returned: built in a variable and then returned, it was
     // copied on the way out (its waiters retained once more, and then released). The waiters are
@@ -358,6 +359,7 @@ struct LoadStateMachine {
     // The attempt holds the error before it, released with it after the lock.
     var released = Released(attempt: attempt, content: nil, error: nil)
     released.context = attempt.context.take()
+    released.previous = attempt.takePrevious()
     var effects = Effects(
       waiters: attempt.takeWaiters(), result: .failure(failure), event: setPhase(.idle(.failed(failure))),
       cancel: attempt.runner, released: released)
@@ -384,9 +386,10 @@ struct LoadStateMachine {
   /// Cancels the current `attempt`, which nobody but its dependent (or a key's claims) wanted, and
   /// puts the loadable back as it was before it: nobody asked *it* to fail.
   mutating func cancelAndRestore(_ attempt: Attempt) -> Effects {
-    let released = Released(attempt: attempt, context: attempt.context.take(), content: contentBox, error: nil)
+    var released = Released(attempt: attempt, context: attempt.context.take(), content: contentBox, error: nil)
     contentBox = attempt.previousContent
     let event = setPhase(.idle(attempt.previousOutcome))
+    released.previous = attempt.takePrevious()
     // Built in one expression: assigned field by field after `setPhase`, the value was built
     // twice and copied (a copy and a destroy of the effects, ~550 instructions, a key's end).
     return Effects(

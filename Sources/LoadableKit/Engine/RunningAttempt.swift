@@ -261,9 +261,21 @@ protocol AttemptDriver: AnyObject, Sendable {
   @exclusivity(unchecked) var interest = 0
   /// How the loadable's last attempt had ended before this one, restored by a cascading cancel
   /// (the error of a failure before a retry lives here while the retry runs).
-  let previousOutcome: LoadStateMachine.Outcome
+  @exclusivity(unchecked) private(set) var previousOutcome: LoadStateMachine.Outcome
   /// The ``ContentBox`` of the content before it.
-  let previousContent: AnyContentBox?
+  @exclusivity(unchecked) private(set) var previousContent: AnyContentBox?
+
+  /// Moves out what the loadable looked like before this attempt, which an attempt that ended
+  /// needs no more: the state releases it with the effects of the end, after the lock, where
+  /// user code may run (a content's or an error's `deinit`). Kept here, it went wherever the
+  /// attempt's last reference did — a waiter's, a task's —, perhaps where an attempt's end
+  /// runs transforms inline (``AttemptContext/isEndingOnAttemptTask``).
+  func takePrevious() -> LoadReleased.Previous {
+    let outcome = previousOutcome
+    previousOutcome = .notLoaded
+    if case .failed(let error) = outcome { return (previousContent.take(), error) }
+    return (previousContent.take(), nil)
+  }
   /// When it started, for its duration (``LoadStateMachine/lastDuration``).
   let started = MonotonicInstant.now
   /// The attempt's task has returned (whether or not its result was used).
