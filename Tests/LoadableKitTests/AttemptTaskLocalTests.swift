@@ -363,10 +363,63 @@ struct AttemptTaskLocalTests {
       }
     }
     try await other.load()
-    try await other.sync()
+    other.sync()
     try await load.value
     #expect(view.content == 2)
     #expect(traces.values == ["none"], "the transform ran inside the deinit's call, with its task-locals")
+  }
+
+  /// The same write made by another `map`'s or a `flatMap`'s transform, which runs where its
+  /// source's attempt ended on its task, or by the `deinit` of the loadable a `flatMap`'s refresh
+  /// replaced: a transform, and what it made, are user code too.
+  @Test(arguments: ["a map's transform", "a flatMap's transform", "a flatMap's replaced loadable"])
+  func aWriteFromUserCodeRunAtAnAttemptsEndDoesNotRunAMapsTransformInIt(writer: String) async throws {
+    let traces = Recorder<String>()
+    let control = ControlledLoad<Int>()
+    let keys = Self.keys(loadingWith: control)
+    let view = keys.loadable(for: "k").map { value in
+      traces.append(CallerTrace.id ?? "none")
+      return value + 1
+    }
+    let load = Task { try await view.load() }
+    try await control.waitForStart()
+    @Sendable func write() { CallerTrace.$id.withValue(writer) { _ = keys.set(1, version: 1, for: "k") } }
+    let source = AsyncLoadable { () -> Int in 0 }
+    if writer == "a map's transform" {
+      let other = source.map { value -> Int in
+        write()
+        return value
+      }
+      try await other.load()
+    } else if writer == "a flatMap's transform" {
+      let other = source.flatMap { value -> AsyncLoadable<Int> in
+        write()
+        return AsyncLoadable { value }
+      }
+      try await other.load()
+    } else {
+      // The first inner loadable writes the key when it is let go of, as the refresh's answer
+      // replaces it (where the refresh's inner loadable's attempt ended, on its task).
+      let first = Mutex(true)
+      let other = source.flatMap { value -> AsyncLoadable<Int> in
+        let isFirst = first.withLock { first in
+          defer { first = false }
+          return first
+        }
+        let token = WritesWhenReleased {
+          if isFirst { write() }
+        }
+        return AsyncLoadable {
+          _ = token
+          return value
+        }
+      }
+      try await other.load()
+      other.sync()
+    }
+    try await load.value
+    #expect(view.content == 2)
+    #expect(traces.values == ["none"], "the transform ran inside \(writer)'s call, with its task-locals")
   }
 
   @Test func aLoadablesAttemptSeesNoTaskLocalOfItsCaller() async throws {

@@ -162,17 +162,18 @@ final class AttemptContext: Sendable {
     state.withLock(owner: self) { $0.recordRaise(priority) }?.escalatePriority(to: TaskPriority(rawValue: priority.rawValue))
   }
 
-  /// Runs `body`, user code that the library calls back (observers, completion handlers), as no
-  /// part of an attempt's end on its task: a task-local it binds around a write of its own must
+  /// Runs `body`, user code that the library calls back (observers, completion handlers, a
+  /// `map`'s or a `flatMap`'s transform run where its source's attempt ended), as no part of an
+  /// attempt's end on its task: a task-local it binds around a write of its own must
   /// not be seen by a transform that write lets run (see ``isEndingOnAttemptTask``).
   @inline(__always)
-  static func runningCallbacks(_ body: () -> Void) {
+  static func runningCallbacks<R>(_ body: () throws -> R) rethrows -> R {
     let thread = PerThread.current
     let depth = thread.pointee.attemptTaskDepth
-    guard depth > 0 else { return body() }
+    guard depth > 0 else { return try body() }
     thread.pointee.attemptTaskDepth = 0
-    body()
-    thread.pointee.attemptTaskDepth = depth
+    defer { thread.pointee.attemptTaskDepth = depth }
+    return try body()
   }
 
   /// Lets go of `value`, what an end of an attempt let go of (the last phase of the one order of

@@ -77,11 +77,13 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   }
 
   final func recordDerivation(sources versions: [UInt64], inner: (node: any DependencyNode, version: UInt64)? = nil) {
-    // The previous inner loadable is released after the lock: its deinit is user code.
-    _ = derivedFrom.withLock(owner: self) { derivedFrom in
-      defer { derivedFrom = (InlineFirstArray(versions), inner) }
-      return derivedFrom.inner?.node
-    }
+    // The previous inner loadable is released after the lock, as user code: its deinit is (and
+    // a `flatMap`'s attempt may end here inline, where its inner loadable's attempt ended).
+    AttemptContext.releasingAsCallbacks(
+      derivedFrom.withLock(owner: self) { derivedFrom in
+        defer { derivedFrom = (InlineFirstArray(versions), inner) }
+        return derivedFrom.inner?.node
+      })
   }
 
   /// Records the versions of `deliveries` (one per source, in order) as the ones the content
@@ -325,7 +327,9 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
   ) {
     let result = outcome.flatMap { deliveries in
       Result { () throws -> AnyContentBox in
-        let box = try combineBoxed(deliveries: deliveries)
+        // The transform is user code, no part of the source's end that runs it here (a write it
+        // makes inside a task-local of its own must not let another transform run inline in it).
+        let box = try AttemptContext.runningCallbacks { try combineBoxed(deliveries: deliveries) }
         recordDerivation(from: deliveries)
         return box
       }

@@ -188,7 +188,8 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     case .success(let deliveries):
       do {
         guard let box = deliveries[0].contentBox else { throw LoadableError.noContent }
-        let (inner, finish) = try step(box)
+        // The transform is user code, no part of the source's end that may run it here.
+        let (inner, finish) = try AttemptContext.runningCallbacks { try step(box) }
         next = FlatMapInnerWait(sourceVersion: deliveries[0].version, inner: inner.asDependencyNode, finish: finish)
       } catch {
         return end(attempt, context: context, probe: probe, with: .failure(error))

@@ -38,6 +38,7 @@ extension LoadStateMachine {
     released.context = attempt.context.take()
     let waiters = attempt.takeWaiters()
     let runner = attempt.runner
+    released.previous = attempt.takePrevious()
     released.attempt = attempt
     // Not committed: the content did not come from the attempt's work.
     return .superseded(
