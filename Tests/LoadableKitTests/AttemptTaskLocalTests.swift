@@ -80,6 +80,21 @@ struct AttemptTaskLocalTests {
     #expect(ends.values == [false])
   }
 
+  /// A user value that a call inside `performLoad()` lets go of (a key's value its write
+  /// replaced, released with the write's effects) is released outside that attempt too: its
+  /// `deinit`'s loads are no dependencies of it.
+  @Test func aValueReleasedInsideAnAttemptIsReleasedOutsideIt() async throws {
+    let insideAnAttempt = Recorder<Bool>()
+    let keys = ContentLoader<String, WritesWhenReleased, Int> { _ in throw CancellationError() }
+    _ = keys.set(WritesWhenReleased { insideAnAttempt.append(AttemptContext.current != nil) }, version: 1, for: "k")
+    let loadable = AsyncLoadable { () async -> Int in
+      _ = keys.set(WritesWhenReleased {}, version: 2, for: "k")  // lets the first value go, in this call
+      return 1
+    }
+    try await loadable.load()
+    #expect(insideAnAttempt.values == [false])
+  }
+
   /// A `map`'s transform runs where its source's attempt ends, without a task of its own: on that
   /// attempt's task. When a writer's synchronous call ends the source's attempt instead (a
   /// `ContentLoader` key written while it loads), the transform does not run inside that call,

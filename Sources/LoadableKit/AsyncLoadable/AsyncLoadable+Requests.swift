@@ -103,7 +103,7 @@ extension AsyncLoadable {
     case .gone: break
     case .left(let waiter): waiter.resume(with: .failure(Cancelled.error))
     case .leftLast(let waiter, let effects):
-      perform(effects)  // observers first, as everywhere
+      perform(consume effects)  // observers first, as everywhere
       waiter.resume(with: .failure(Cancelled.error))
     }
   }
@@ -177,7 +177,7 @@ extension AsyncLoadable {
     }
     next?.handOff()
     if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
-    perform(effects)
+    perform(consume effects)
   }
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent

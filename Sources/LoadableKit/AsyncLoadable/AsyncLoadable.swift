@@ -316,7 +316,7 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// Does nothing when no attempt is running.
   public final func cancelLoad() {
     let effects = withState { $0.cancel() }
-    perform(effects)
+    perform(consume effects)
   }
 
   /// Calls `completion` once the resource has loaded or failed, as ``load()`` does.

@@ -176,17 +176,19 @@ final class AttemptContext: Sendable {
     return try body()
   }
 
-  /// Lets go of `value`, what an end of an attempt let go of (the last phase of the one order of
-  /// effects), as no part of that end: a `deinit` it runs is user code, as an observer is
-  /// (``runningCallbacks(_:)``), and a write it makes inside a task-local of its own must not let
-  /// a transform run inline, inside that task-local.
+  /// Lets go of `value`, what the state let go of (the last phase of the one order of effects),
+  /// as user code, which a `deinit` it runs is: as an observer, outside any attempt
+  /// (``outside(_:)``: its loads are no dependencies of an attempt whose `performLoad()` made the
+  /// change) and as no part of an attempt's end (``runningCallbacks(_:)``: a write it makes inside
+  /// a task-local of its own must not let a transform run inline, inside that task-local).
   @inline(__always)
   static func releasingAsCallbacks<T: ~Copyable>(_ value: consuming T) {
     let thread = PerThread.current
     let depth = thread.pointee.attemptTaskDepth
-    guard depth > 0 else { return }
     thread.pointee.attemptTaskDepth = 0
+    thread.pointee.outsideDepth += 1
     _ = consume value
+    thread.pointee.outsideDepth -= 1
     thread.pointee.attemptTaskDepth = depth
   }
 

@@ -392,6 +392,6 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
       guard canApplyChange(state), advanceDerivation(to: versions) else { return .init() }
       return state.update(result).effects
     }
-    perform(effects)
+    perform(consume effects)
   }
 }

@@ -166,7 +166,7 @@ extension ContentLoader {
         let removed = self.loader.withState { $0.removeSink(sinkID, from: self) }
         _ = removed  // released outside the lock
       }
-      loader.perform(effects)
+      loader.perform(consume effects)
       return stream
     }
   }

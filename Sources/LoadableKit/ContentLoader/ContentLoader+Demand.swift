@@ -141,6 +141,6 @@ extension ContentLoader {
       state.reprioritized(entry, from: before, &effects)
       return effects
     }
-    perform(effects)
+    perform(consume effects)
   }
 }

@@ -8,7 +8,7 @@ extension ContentLoader {
   /// `effects` dies.
   @usableFromInline
   func perform(_ effects: consuming State.Effects) {
-    carryOut(effects)
+    carryOut(consume effects)
   }
 }
 

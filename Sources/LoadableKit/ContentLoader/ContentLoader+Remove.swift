@@ -29,7 +29,7 @@ extension ContentLoader {
   @discardableResult
   public func removeAllIdle() -> Int {
     let (removed, effects) = withState { $0.removeAllIdle() }
-    perform(effects)
+    perform(consume effects)
     return removed
   }
 }

@@ -37,7 +37,7 @@ extension ContentLoader {
           key, value: value, version: version, cost: valueCost, loadedAt: loadedAt, now: now, fresh: fresh, &effects)
         return (written, effects)
       }
-      perform(effects)
+      perform(consume effects)
       if let written { return written }
       fresh = makeEntry(key)
     }

@@ -331,7 +331,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
         if observed, let sink { state.observe(claim, on: entry, with: sink, &effects) }
         return (true, effects)
       }
-      perform(effects)
+      perform(consume effects)
       if begun { return claim }
       fresh = makeEntry(key)
     }
@@ -344,7 +344,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       state.setPriority(claim, to: priority, &effects)
       return effects
     }
-    perform(effects)
+    perform(consume effects)
   }
 
   /// Raises the key's running task when its priority went up (a running task is never lowered;
@@ -375,7 +375,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
       return (entry, effects)
     }
     ContentLoaderSeams.claimEnded()
-    perform(effects)
+    perform(consume effects)
     _ = entry  // released here, outside the lock
   }
 
@@ -510,7 +510,7 @@ public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Vers
     var chosen: [(entry: KeyedLoadable, stamp: State.Stamp)] = []
     for item in taken where try predicate(item.snapshot) { chosen.append((item.entry, item.stamp)) }
     let (acted, effects) = withState { [chosen] in $0.refresh(chosen: chosen, loading: loading) }
-    perform(effects)
+    perform(consume effects)
     // The snapshots, the attempts the stamps hold and the entries are released here, after the lock.
     withExtendedLifetime((taken, chosen)) {}
     return acted

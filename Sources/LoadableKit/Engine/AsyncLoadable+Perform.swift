@@ -27,12 +27,12 @@ extension AsyncLoadable: EffectsHost {
 
   /// Carries out `effects` (``EffectsHost/carryOut(_:)``).
   final func perform(_ effects: consuming LoadStateMachine.Effects) {
-    carryOut(effects)
+    carryOut(consume effects)
   }
 
   /// Carries out what an event that can end the running attempt decided, if anything.
   final func perform(_ action: consuming EndAction) {
-    if case .ended(let effects) = consume action { carryOut(effects) }
+    if case .ended(let effects) = consume action { carryOut(consume effects) }
   }
 
   final func isEmpty(_ effects: LoadStateMachine.Effects) -> Bool {

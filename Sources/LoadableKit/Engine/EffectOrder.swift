@@ -47,6 +47,6 @@ extension EffectsHost {
     }
     // 5. What the state let go of is released with `effects`: user values, whose `deinit` is
     // user code too.
-    AttemptContext.releasingAsCallbacks(effects)
+    AttemptContext.releasingAsCallbacks(consume effects)
   }
 }

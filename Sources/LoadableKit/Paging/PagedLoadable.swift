@@ -300,7 +300,7 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
       // The old pages are released with the effects, after the lock: an item's `deinit` is user code.
       return state.update(.success(ContentBox(content))).effects
     }
-    perform(effects)
+    perform(consume effects)
     pageStatusDidChange(direction)
   }
 

@@ -55,7 +55,7 @@ extension Job {
             "Retry \(attempt) in \(delay) after a transient error: \(error)",
             severity: .warning, source: Self.messageSource)
           let (waits, effects) = withState { $0.beginBackoff(runID: runID, message: message) }
-          perform(effects)
+          perform(consume effects)
           guard waits else {
             finish(runID, with: .failure(CancellationError()))
             return
@@ -138,7 +138,7 @@ extension Job: JobContextHost {
         let (decision, effects) = withState {
           $0.enterPausePoint(id, continuation, taskIsCancelled: Task.isCancelled)
         }
-        perform(effects)
+        perform(consume effects)
         switch decision {
         case .proceed: continuation.resume()
         case .cancel: continuation.resume(throwing: CancellationError())

@@ -209,7 +209,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   @discardableResult
   public func start() -> Bool {
     let (started, effects) = withState { $0.start() }
-    perform(effects)
+    perform(consume effects)
     return started
   }
 
@@ -224,7 +224,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   @discardableResult
   public func pause() -> Bool {
     let (paused, effects) = withState { $0.pause() }
-    perform(effects)
+    perform(consume effects)
     return paused
   }
 
@@ -248,7 +248,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   @discardableResult
   nonisolated(nonsending) public func cancel() async -> Bool {
     let (outcome, effects) = withState { $0.cancel() }
-    perform(effects)
+    perform(consume effects)
     switch outcome {
     case .nothing:
       return false
@@ -364,7 +364,7 @@ public final class Job<Work: JobWork>: @unchecked Sendable {
   /// carried out in the same order) — then launch a run; (5) release the values the state let go
   /// of: they go with `effects`, last.
   func perform(_ effects: consuming Machine.Effects) {
-    carryOut(effects)
+    carryOut(consume effects)
   }
 }
 

@@ -64,7 +64,7 @@ extension Job: ServerStatusCheckable where Work: ServerJobWork {
       let messages = fresh.map { JobMessage($0.text, severity: $0.severity, source: runner.serverMessageSource) }
       // Recorded only if the work has not moved on meanwhile (it polls for itself then).
       let (applied, effects) = withState { $0.saveCheckpointIfSettled(updated, posting: messages, generation: generation) }
-      perform(effects)
+      perform(consume effects)
       guard applied else { return .success(status) }
     }
     if let progress = status.progress, signals.raiseProgress(to: progress), signals.needsPublishing() { publishProgress() }
