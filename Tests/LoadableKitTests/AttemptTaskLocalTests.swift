@@ -320,121 +320,97 @@ struct AttemptTaskLocalTests {
     _ = executor.runInOrder()
   }
 
+  /// A `map` over a key whose load waits, loading; then `writes` answers that load, from the user
+  /// code under test, with `write()`: a write made inside a task-local that `trace` names. The
+  /// `map` must load, its transform seeing no task-local.
+  func expectNoTransformInside(
+    _ trace: String, _ writes: (_ write: @escaping @Sendable () -> Void) async throws -> Void
+  ) async throws {
+    let traces = Recorder<String>()
+    let control = ControlledLoad<Int>()
+    let keys = Self.keys(loadingWith: control)
+    let view = keys.loadable(for: "k").map { value in
+      traces.append(CallerTrace.id ?? "none")
+      return value + 1
+    }
+    let load = Task { try await view.load() }
+    try await control.waitForStart()
+    try await writes { CallerTrace.$id.withValue(trace) { _ = keys.set(1, version: 1, for: "k") } }
+    try await load.value
+    #expect(view.content == 2)
+    #expect(traces.values == ["none"], "the transform ran inside \(trace)'s call, with its task-locals")
+  }
+
   /// The same write made by an observer or a completion handler of another loadable, as that
   /// loadable's attempt ends on its own task, inside a task-local the callback binds: a callback is
   /// user code, and the `map`'s transform does not run inside its call either.
-  @Test(arguments: ["observer", "completion"])
+  @Test(arguments: ["an observer", "a completion handler"])
   func aWriteFromACallbackAtAnAttemptsEndDoesNotRunAMapsTransformInIt(callback: String) async throws {
-    let traces = Recorder<String>()
-    let control = ControlledLoad<Int>()
-    let keys = Self.keys(loadingWith: control)
-    let view = keys.loadable(for: "k").map { value in
-      traces.append(CallerTrace.id ?? "none")
-      return value + 1
-    }
-    let load = Task { try await view.load() }
-    try await control.waitForStart()
-    @Sendable func write() { CallerTrace.$id.withValue(callback) { _ = keys.set(1, version: 1, for: "k") } }
-    let other = AsyncLoadable { 7 }
-    let observation = other.observeLoadStatus { status in
-      if callback == "observer", status == .loaded { write() }
-    }
-    if callback == "completion" {
-      other.load { _ in write() }
-    } else {
-      try await other.load()
-    }
-    try await load.value
-    observation.cancel()
-    #expect(view.content == 2)
-    #expect(traces.values == ["none"], "the transform ran inside the \(callback)'s call, with its task-locals")
-  }
-
-  /// The same write made by the `deinit` of a value an attempt's end lets go of (the content a
-  /// `map`'s refresh replaces, as it ends on its source's task), inside a task-local the `deinit`
-  /// binds: a `deinit` is user code too.
-  @Test func aWriteFromADeinitAtAnAttemptsEndDoesNotRunAMapsTransformInIt() async throws {
-    let traces = Recorder<String>()
-    let control = ControlledLoad<Int>()
-    let keys = Self.keys(loadingWith: control)
-    let view = keys.loadable(for: "k").map { value in
-      traces.append(CallerTrace.id ?? "none")
-      return value + 1
-    }
-    let load = Task { try await view.load() }
-    try await control.waitForStart()
-    // A `map` whose first content writes the key when it is let go of: its refresh ends on the
-    // task of its source's refresh, and lets that content go there.
-    let source = AsyncLoadable { () -> Int in 0 }
-    let first = Mutex(true)
-    let other = source.map { _ -> WritesWhenReleased in
-      let isFirst = first.withLock { first in
-        defer { first = false }
-        return first
+    try await expectNoTransformInside(callback) { write in
+      let other = AsyncLoadable { 7 }
+      let observation = other.observeLoadStatus { status in
+        if callback == "an observer", status == .loaded { write() }
       }
-      return WritesWhenReleased {
-        guard isFirst else { return }
-        CallerTrace.$id.withValue("deinit") { _ = keys.set(1, version: 1, for: "k") }
+      if callback == "a completion handler" {
+        other.load { _ in write() }
+      } else {
+        try await other.load()
       }
+      observation.cancel()
     }
-    try await other.load()
-    other.sync()
-    try await load.value
-    #expect(view.content == 2)
-    #expect(traces.values == ["none"], "the transform ran inside the deinit's call, with its task-locals")
   }
 
   /// The same write made by another `map`'s or a `flatMap`'s transform, which runs where its
-  /// source's attempt ended on its task, or by the `deinit` of the loadable a `flatMap`'s refresh
-  /// replaced: a transform, and what it made, are user code too.
-  @Test(arguments: ["a map's transform", "a flatMap's transform", "a flatMap's replaced loadable"])
+  /// source's attempt ended on its task, or by the `deinit` of a value an attempt's end lets go of
+  /// there (the content a `map`'s refresh replaced, the loadable a `flatMap`'s refresh replaced): a
+  /// transform, and a `deinit`, are user code too.
+  @Test(arguments: [
+    "a map's transform", "a flatMap's transform", "a map's replaced content", "a flatMap's replaced loadable",
+  ])
   func aWriteFromUserCodeRunAtAnAttemptsEndDoesNotRunAMapsTransformInIt(writer: String) async throws {
-    let traces = Recorder<String>()
-    let control = ControlledLoad<Int>()
-    let keys = Self.keys(loadingWith: control)
-    let view = keys.loadable(for: "k").map { value in
-      traces.append(CallerTrace.id ?? "none")
-      return value + 1
-    }
-    let load = Task { try await view.load() }
-    try await control.waitForStart()
-    @Sendable func write() { CallerTrace.$id.withValue(writer) { _ = keys.set(1, version: 1, for: "k") } }
-    let source = AsyncLoadable { () -> Int in 0 }
-    if writer == "a map's transform" {
-      let other = source.map { value -> Int in
-        write()
-        return value
-      }
-      try await other.load()
-    } else if writer == "a flatMap's transform" {
-      let other = source.flatMap { value -> AsyncLoadable<Int> in
-        write()
-        return AsyncLoadable { value }
-      }
-      try await other.load()
-    } else {
-      // The first inner loadable writes the key when it is let go of, as the refresh's answer
-      // replaces it (where the refresh's inner loadable's attempt ended, on its task).
+    try await expectNoTransformInside(writer) { write in
+      let source = AsyncLoadable { () -> Int in 0 }
+      // For the replaced values: the first one writes when it is let go of.
       let first = Mutex(true)
-      let other = source.flatMap { value -> AsyncLoadable<Int> in
+      @Sendable func writesWhenReleasedIfFirst() -> WritesWhenReleased {
         let isFirst = first.withLock { first in
           defer { first = false }
           return first
         }
-        let token = WritesWhenReleased {
-          if isFirst { write() }
-        }
-        return AsyncLoadable {
-          _ = token
+        return WritesWhenReleased { if isFirst { write() } }
+      }
+      switch writer {
+      case "a map's transform":
+        let other = source.map { value -> Int in
+          write()
           return value
         }
+        try await other.load()
+      case "a flatMap's transform":
+        let other = source.flatMap { value -> AsyncLoadable<Int> in
+          write()
+          return AsyncLoadable { value }
+        }
+        try await other.load()
+      case "a map's replaced content":
+        // The refresh ends on the task of its source's refresh, and lets the content go there.
+        let other = source.map { _ in writesWhenReleasedIfFirst() }
+        try await other.load()
+        other.sync()
+      default:
+        // The refresh's answer replaces the first inner loadable where the refresh's inner
+        // loadable's attempt ended, on its task.
+        let other = source.flatMap { value -> AsyncLoadable<Int> in
+          let token = writesWhenReleasedIfFirst()
+          return AsyncLoadable {
+            _ = token
+            return value
+          }
+        }
+        try await other.load()
+        other.sync()
       }
-      try await other.load()
-      other.sync()
     }
-    try await load.value
-    #expect(view.content == 2)
-    #expect(traces.values == ["none"], "the transform ran inside \(writer)'s call, with its task-locals")
   }
 
   @Test func aLoadablesAttemptSeesNoTaskLocalOfItsCaller() async throws {
