@@ -80,6 +80,42 @@ struct AttemptTaskLocalTests {
     #expect(ends.values == [false])
   }
 
+  /// The same write made by a live view's transform (a loaded `map` recomputed as its source's
+  /// content changed), told past the trampoline's depth, where a long chain's refresh ends on its
+  /// root's task: queued, it runs where that end runs. Each live view writes a key of its own,
+  /// which a `map` waits for.
+  @Test func aWriteFromALiveViewToldPastTheTrampolinesDepthDoesNotRunAMapsTransformInIt() async throws {
+    let traces = Recorder<String>()
+    let control = ControlledLoad<Int>()
+    let keys = Self.keys(loadingWith: control)
+    let refreshes = Mutex(0)
+    let root = AsyncLoadable { () -> Int in refreshes.withLock { $0 } }
+    var chain = [root]
+    for _ in 0..<60 { chain.append(chain.last!.map { $0 }) }
+    // A live view over every node past the 20th, which writes its key when the refresh reaches
+    // it; a `map` over each key, loading.
+    let views = chain[20...].enumerated().map { index, node in
+      node.map { value -> Int in
+        if value == 1 { CallerTrace.$id.withValue("a live view") { _ = keys.set(1, version: 1, for: "k\(index)") } }
+        return value
+      }
+    }
+    let waiting = views.indices.map { index in
+      keys.loadable(for: "k\(index)").map { value in
+        traces.append(CallerTrace.id ?? "none")
+        return value + 1
+      }
+    }
+    let loads = waiting.map { view in Task { try await view.load() } }
+    try await control.waitForStart(waiting.count)
+    for view in views { try await view.load() }
+    refreshes.withLock { $0 = 1 }
+    _ = try await chain.last!.fetch()
+    for load in loads { try await load.value }
+    #expect(waiting.allSatisfy { $0.content == 2 })
+    #expect(traces.values == Array(repeating: "none", count: waiting.count), "a transform ran inside a live view's call")
+  }
+
   /// A user value that a call inside `performLoad()` lets go of (a key's value its write
   /// replaced, released with the write's effects) is released outside that attempt too: its
   /// `deinit`'s loads are no dependencies of it.
@@ -361,11 +397,13 @@ struct AttemptTaskLocalTests {
   }
 
   /// The same write made by another `map`'s or a `flatMap`'s transform, which runs where its
-  /// source's attempt ended on its task, or by the `deinit` of a value an attempt's end lets go of
-  /// there (the content a `map`'s refresh replaced, the loadable a `flatMap`'s refresh replaced): a
-  /// transform, and a `deinit`, are user code too.
+  /// source's attempt ended on its task, by the `deinit` of a value an attempt's end lets go of
+  /// there (the content a `map`'s refresh replaced, the loadable a `flatMap`'s refresh replaced),
+  /// or by a task's cancellation handler that a cancel there runs: a transform, a `deinit` and a
+  /// cancellation handler are user code too.
   @Test(arguments: [
     "a map's transform", "a flatMap's transform", "a map's replaced content", "a flatMap's replaced loadable",
+    "a cancellation handler",
   ])
   func aWriteFromUserCodeRunAtAnAttemptsEndDoesNotRunAMapsTransformInIt(writer: String) async throws {
     try await expectNoTransformInside(writer) { write in
@@ -397,6 +435,19 @@ struct AttemptTaskLocalTests {
         let other = source.map { _ in writesWhenReleasedIfFirst() }
         try await other.load()
         other.sync()
+      case "a cancellation handler":
+        // A `zip` fails fast as one input fails on its task: the other input's attempt, which only
+        // the `zip` wanted, is cancelled there, and its task's cancellation handler runs at once.
+        let slow = ControlledLoad<Int>()
+        let failing = ControlledLoad<Int>()
+        let other = zip(
+          AsyncLoadable { try await withTaskCancellationHandler { try await slow.operation() } onCancel: { write() } },
+          failing.makeLoadable())
+        let load = Task { try await other.load() }
+        try await slow.waitForStart()
+        try await failing.waitForStart()
+        failing.fail(Boom(code: 1))
+        await #expect(throws: Boom(code: 1)) { try await load.value }
       default:
         // The refresh's answer replaces the first inner loadable where the refresh's inner
         // loadable's attempt ended, on its task.

@@ -9,7 +9,7 @@
 /// order of the phases (the ThreadSafety guide, "One order of effects"):
 ///
 /// 1. ``cancelPhase(_:)``: cancel tasks and drivers (a cancel runs their cancellation handlers
-///    here, and may cascade to dependencies, on the trampoline);
+///    here, user code among them, and may cascade to dependencies, on the trampoline);
 /// 2. and 3. ``notifyPhase(_:)``: tell observers — Observation, status handlers and streams, claim
 ///    snapshots and events, a job's observers and instruments — then update live views;
 /// 4. ``resumePhase(_:)``: resume waiters, then start what the event started;
@@ -38,7 +38,9 @@ extension EffectsHost {
   @inline(__always)
   func carryOut(_ effects: consuming Effects) {
     guard !isEmpty(effects) else { return }
-    cancelPhase(effects)
+    // A cancel runs cancellation handlers at once, `performLoad()`'s own among them: user code,
+    // no part of an attempt's end either.
+    AttemptContext.runningCallbacks { cancelPhase(effects) }
     AttemptContext.outside {
       // Observers are user code, no part of an attempt's end (`runningCallbacks`); the resume
       // phase goes on with a chain of attempts without a task where this one ended.
