@@ -116,6 +116,30 @@ struct AttemptTaskLocalTests {
     #expect(traces.values == Array(repeating: "none", count: waiting.count), "a transform ran inside a live view's call")
   }
 
+  /// The same write made by a cancellation handler whose task's cancel was queued past the
+  /// trampoline's depth: a failure climbing a long chain on its root's task reaches a `zip`, which
+  /// fails fast and cancels its other input's task there. Queued work runs as it would have run
+  /// in place. (Chains of every length in a range: where the cancel lands in the trampoline's
+  /// depth depends on it.)
+  @Test func aCancelQueuedPastTheTrampolinesDepthRunsItsHandlersAsUserCode() async throws {
+    for length in 20..<72 {
+      try await expectNoTransformInside("a queued cancellation handler") { write in
+        let root = ControlledLoad<Int>()
+        let slow = ControlledLoad<Int>()
+        var chain = root.makeLoadable()
+        for _ in 0..<length { chain = chain.map { $0 } }
+        let zipped = zip(
+          chain,
+          AsyncLoadable { try await withTaskCancellationHandler { try await slow.operation() } onCancel: { write() } })
+        let load = Task { try await zipped.load() }
+        try await root.waitForStart()
+        try await slow.waitForStart()
+        root.fail(Boom(code: length))
+        await #expect(throws: Boom(code: length)) { try await load.value }
+      }
+    }
+  }
+
   /// A user value that a call inside `performLoad()` lets go of (a key's value its write
   /// replaced, released with the write's effects) is released outside that attempt too: its
   /// `deinit`'s loads are no dependencies of it.

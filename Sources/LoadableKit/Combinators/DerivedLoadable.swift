@@ -385,9 +385,7 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
   /// Recomputes the content from the sources' `values` and commits it, unless a newer change
   /// landed first.
   private func apply(_ values: [AnyContentBox], versions: [UInt64]) {
-    // User code, as everywhere a transform runs (queued past the trampoline's depth, this may
-    // run where an attempt ends).
-    let result = Result { try AttemptContext.runningCallbacks { try combineBoxed(values) } }
+    let result = Result { try combineBoxed(values) }
     let effects = withState { state -> LoadStateMachine.Effects in
       // The version check and the commit happen under the one lock, so of two concurrent updates
       // the older cannot land last.

@@ -19,8 +19,8 @@ import Synchronization
 struct PerThread {
   /// How many trampoline runs are in progress on this thread, one inside the other.
   var trampolineDepth = 0
-  /// Work past the trampoline's depth, for the outermost run to run.
-  var trampolineQueue: [() -> Void] = []
+  /// Work past the trampoline's depth, for the outermost run to run (``Trampoline/Queued``).
+  var trampolineQueue: [Trampoline.Queued] = []
   /// Links to release once the outermost `deinit` on this thread gets to them.
   var releaseQueue: [Any] = []
   /// Whether a `deinit` on this thread is releasing the queue.

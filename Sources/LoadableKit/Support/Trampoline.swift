@@ -15,8 +15,19 @@
 /// What is queued runs in the outermost run's frame, after the work it nested, but before that
 /// `run` returns: nothing that runs inside a `run` (the library's steps, and the listeners,
 /// observers and handlers they call) may block its thread waiting for other work of the library.
+/// It runs as it would have run in place: inside as many ``AttemptContext/outside(_:)`` blocks,
+/// and as part of an attempt's end or not (``AttemptContext/isEndingOnAttemptTask``), as where it
+/// was queued — a cancel queued by user code's phase of an attempt's end runs its task's
+/// cancellation handlers as user code, wherever the outermost run is.
 enum Trampoline {
   static let maximumDepth = 32
+
+  /// Work queued past the depth, with the thread's counts of where it was queued.
+  struct Queued {
+    let work: () -> Void
+    let outsideDepth: Int
+    let attemptTaskDepth: Int
+  }
 
   static func run(_ work: @escaping @Sendable () -> Void) {
     if !runHere(work) { later(work) }
@@ -27,7 +38,9 @@ enum Trampoline {
   /// only here.
   @inline(never)
   static func later(_ work: @escaping () -> Void) {
-    PerThread.current.pointee.trampolineQueue.append(work)
+    let thread = PerThread.current
+    thread.pointee.trampolineQueue.append(
+      Queued(work: work, outsideDepth: thread.pointee.outsideDepth, attemptTaskDepth: thread.pointee.attemptTaskDepth))
   }
 
   /// Runs `work` here and returns `true` if the depth allows it; otherwise returns `false`, and
@@ -55,11 +68,18 @@ enum Trampoline {
   /// would have been stranded, or have changed the queue inside its own change.
   @inline(never)
   private static func drain(_ thread: UnsafeMutablePointer<PerThread>) {
+    let (outsideDepth, attemptTaskDepth) = (thread.pointee.outsideDepth, thread.pointee.attemptTaskDepth)
     while !thread.pointee.trampolineQueue.isEmpty {
-      var batch: [() -> Void] = []
+      var batch: [Queued] = []
       swap(&batch, &thread.pointee.trampolineQueue)
-      for work in batch { work() }
-      batch.removeAll()
+      for queued in batch {
+        thread.pointee.outsideDepth = queued.outsideDepth
+        thread.pointee.attemptTaskDepth = queued.attemptTaskDepth
+        queued.work()
+      }
+      (thread.pointee.outsideDepth, thread.pointee.attemptTaskDepth) = (outsideDepth, attemptTaskDepth)
+      // What the work held is let go of as user code (a `deinit` is).
+      AttemptContext.releasingAsCallbacks(consume batch)
     }
   }
 }
