@@ -17,8 +17,8 @@
 /// observers and handlers they call) may block its thread waiting for other work of the library.
 /// It runs as it would have run in place: inside as many ``AttemptContext/outside(_:)`` blocks,
 /// and as part of an attempt's end or not (``AttemptContext/isEndingOnAttemptTask``), as where it
-/// was queued — a cancel queued by user code's phase of an attempt's end runs its task's
-/// cancellation handlers as user code, wherever the outermost run is.
+/// was queued. So a cancel queued by the cancel phase, which runs as user code, runs its task's
+/// cancellation handlers as user code too, wherever the outermost run is.
 enum Trampoline {
   static let maximumDepth = 32
 
