@@ -79,6 +79,13 @@ struct LoadReleased {
   var previous: Previous = (nil, nil)
 
   typealias Previous = (content: AnyContentBox?, error: (any Error)?)
+
+  /// Takes what `attempt`, which ended or was superseded, held besides its waiters: its context
+  /// and what the loadable looked like before it. Every end of an attempt calls it.
+  mutating func takeHeld(by attempt: RunningAttempt) {
+    context = attempt.context.take()
+    previous = attempt.takePrevious()
+  }
 }
 
 /// A status change to deliver to observers after the lock is released.

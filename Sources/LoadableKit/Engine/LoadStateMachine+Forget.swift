@@ -24,8 +24,7 @@ extension LoadStateMachine {
     }
     let fresh = Attempt(id: nextUniqueID(), intent: .refresh, superseding: old, forgetting: true)
     phase = .running(fresh)
-    released.context = old.context.take()
-    released.previous = old.takePrevious()
+    released.takeHeld(by: old)
     return .superseded(
       fresh: fresh, superseded: old, effects: Effects(cancel: old.runner, changedContent: true, released: released))
   }

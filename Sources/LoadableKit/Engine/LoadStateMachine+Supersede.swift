@@ -34,8 +34,7 @@ extension LoadStateMachine {
     phase = .running(fresh)  // the superseded attempt is handed back, released after the lock
     var effects = Effects()
     effects.cancel = old.runner
-    effects.released = Released(attempt: nil, context: old.context.take())
-    effects.released.previous = old.takePrevious()  // the fresh attempt holds its own copies
+    effects.released.takeHeld(by: old)  // the fresh attempt holds its own copies of what came before
     return .superseded(fresh: fresh, superseded: old, effects: effects)
   }
 }

@@ -35,10 +35,9 @@ extension LoadStateMachine {
         Effects(result: .success(delivery), event: setPhase(.idle(.loaded)), changedContent: true, released: released))
     }
     let event = setPhase(.idle(.loaded))
-    released.context = attempt.context.take()
+    released.takeHeld(by: attempt)
     let waiters = attempt.takeWaiters()
     let runner = attempt.runner
-    released.previous = attempt.takePrevious()
     released.attempt = attempt
     // Not committed: the content did not come from the attempt's work.
     return .superseded(

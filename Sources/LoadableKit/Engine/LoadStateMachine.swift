@@ -323,9 +323,10 @@ struct LoadStateMachine {
     finished.finished = true
     guard case .running(let attempt) = phase, attempt === finished else { return Effects() }
     // What the state lets go of is moved out (not copied and then overwritten, a retain and a
-    // release each), to be released with the effects, after the lock. The ended attempt holds
-    // the error of the outcome before it.
-    var released = Released(attempt: nil, context: attempt.context.take())
+    // release each), to be released with the effects, after the lock, with what the ended attempt
+    // held of the loadable before it.
+    var released = Released()
+    released.takeHeld(by: attempt)
     let delivered: Result<LoadDelivery, any Error>
     let outcome: Outcome
     switch result {
@@ -342,7 +343,6 @@ struct LoadStateMachine {
     }
     let event = setPhase(.idle(outcome))
     let waiters = attempt.takeWaiters()
-    released.previous = attempt.takePrevious()
     released.attempt = consume attempt
     // Built in one expression, as it is returned: built in a variable and then returned, it was
     // copied on the way out (its waiters retained once more, and then released). The waiters are
@@ -356,10 +356,9 @@ struct LoadStateMachine {
   mutating func cancel() -> EndAction {
     guard let attempt else { return .none }
     let failure = CancellationError()
-    // The attempt holds the error before it, released with it after the lock.
+    // What the attempt held of the loadable before it is released with it, after the lock.
     var released = Released(attempt: attempt, content: nil, error: nil)
-    released.context = attempt.context.take()
-    released.previous = attempt.takePrevious()
+    released.takeHeld(by: attempt)
     var effects = Effects(
       waiters: attempt.takeWaiters(), result: .failure(failure), event: setPhase(.idle(.failed(failure))),
       cancel: attempt.runner, released: released)
@@ -386,10 +385,10 @@ struct LoadStateMachine {
   /// Cancels the current `attempt`, which nobody but its dependent (or a key's claims) wanted, and
   /// puts the loadable back as it was before it: nobody asked *it* to fail.
   mutating func cancelAndRestore(_ attempt: Attempt) -> Effects {
-    var released = Released(attempt: attempt, context: attempt.context.take(), content: contentBox, error: nil)
+    var released = Released(attempt: attempt, content: contentBox, error: nil)
     contentBox = attempt.previousContent
     let event = setPhase(.idle(attempt.previousOutcome))
-    released.previous = attempt.takePrevious()
+    released.takeHeld(by: attempt)
     // Built in one expression: assigned field by field after `setPhase`, the value was built
     // twice and copied (a copy and a destroy of the effects, ~550 instructions, a key's end).
     return Effects(
