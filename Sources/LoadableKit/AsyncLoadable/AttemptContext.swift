@@ -52,13 +52,16 @@ final class AttemptContext: Sendable {
   /// context, but ``current`` ignores a context on any task but the attempt's own. (Binding
   /// `nil` too cost a read of the task-local, ~125 instructions, each time effects were carried
   /// out outside a block: twice a `ContentLoader` key's claim and release.)
-  static func outside<R>(_ body: () throws -> R) rethrows -> R {
-    let thread = PerThread.current
+  ///
+  /// `thread`: this thread's state, when the caller already read it.
+  static func outside<R>(
+    on thread: UnsafeMutablePointer<PerThread> = PerThread.current, _ body: () throws -> R
+  ) rethrows -> R {
     if thread.pointee.outsideDepth > 0 { return try body() }
     return try counted(on: thread, body)
   }
 
-  /// ``outside(_:)`` where the caller knows that no attempt is the current task's, so that the
+  /// ``outside(on:_:)`` where the caller knows that no attempt is the current task's, so that the
   /// blocks inside need no look at the task-local: the task of an attempt once its work returned
   /// (its context ended, and any other bound was inherited from another task).
   static func alreadyOutside<R>(_ body: () throws -> R) rethrows -> R {
@@ -167,8 +170,9 @@ final class AttemptContext: Sendable {
   /// attempt's end on its task: a task-local it binds around a write of its own must
   /// not be seen by a transform that write lets run (see ``isEndingOnAttemptTask``).
   @inline(__always)
-  static func runningCallbacks<R>(_ body: () throws -> R) rethrows -> R {
-    let thread = PerThread.current
+  static func runningCallbacks<R>(
+    on thread: UnsafeMutablePointer<PerThread> = PerThread.current, _ body: () throws -> R
+  ) rethrows -> R {
     let depth = thread.pointee.attemptTaskDepth
     guard depth > 0 else { return try body() }
     thread.pointee.attemptTaskDepth = 0
@@ -178,12 +182,13 @@ final class AttemptContext: Sendable {
 
   /// Lets go of `value`, what the state let go of (the last phase of the one order of effects),
   /// as user code, which a `deinit` it runs is: as an observer, outside any attempt
-  /// (``outside(_:)``: its loads are no dependencies of an attempt whose `performLoad()` made the
-  /// change) and as no part of an attempt's end (``runningCallbacks(_:)``: a write it makes inside
+  /// (``outside(on:_:)``: its loads are no dependencies of an attempt whose `performLoad()` made the
+  /// change) and as no part of an attempt's end (``runningCallbacks(on:_:)``: a write it makes inside
   /// a task-local of its own must not let a transform run inline, inside that task-local).
   @inline(__always)
-  static func releasingAsCallbacks<T: ~Copyable>(_ value: consuming T) {
-    let thread = PerThread.current
+  static func releasingAsCallbacks<T: ~Copyable>(
+    _ value: consuming T, on thread: UnsafeMutablePointer<PerThread> = PerThread.current
+  ) {
     let depth = thread.pointee.attemptTaskDepth
     thread.pointee.attemptTaskDepth = 0
     thread.pointee.outsideDepth += 1
@@ -192,7 +197,7 @@ final class AttemptContext: Sendable {
     thread.pointee.attemptTaskDepth = depth
   }
 
-  /// Runs `body` as a block outside any attempt on `thread` (see ``outside(_:)``).
+  /// Runs `body` as a block outside any attempt on `thread` (see ``outside(on:_:)``).
   @inline(__always)
   private static func counted<R>(on thread: UnsafeMutablePointer<PerThread>, _ body: () throws -> R) rethrows -> R {
     thread.pointee.outsideDepth += 1

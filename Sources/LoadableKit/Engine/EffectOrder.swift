@@ -14,7 +14,7 @@
 ///    snapshots and events, a job's observers and instruments — then update live views;
 /// 4. ``resumePhase(_:)``: resume waiters, then start what the event started;
 /// 5. release what the state let go of: it goes with the effects value that ``carryOut(_:)``
-///    consumed, after the phases, as user code (``AttemptContext/releasingAsCallbacks(_:)``).
+///    consumed, after the phases, as user code (``AttemptContext/releasingAsCallbacks(_:on:)``).
 ///
 /// Effects that hold another host's effects (a loader's hold its keys') carry out each phase of
 /// those within the same phase of theirs, through the other host's phase methods.
@@ -38,17 +38,19 @@ extension EffectsHost {
   @inline(__always)
   func carryOut(_ effects: consuming Effects) {
     guard !isEmpty(effects) else { return }
+    // This thread's state, read once for the four blocks below (each read is a call).
+    let thread = PerThread.current
     // A cancel runs cancellation handlers at once, `performLoad()`'s own among them: user code,
     // no part of an attempt's end either.
-    AttemptContext.runningCallbacks { cancelPhase(effects) }
-    AttemptContext.outside {
+    AttemptContext.runningCallbacks(on: thread) { cancelPhase(effects) }
+    AttemptContext.outside(on: thread) {
       // Observers are user code, no part of an attempt's end (`runningCallbacks`); the resume
       // phase goes on with a chain of attempts without a task where this one ended.
-      AttemptContext.runningCallbacks { notifyPhase(effects) }
+      AttemptContext.runningCallbacks(on: thread) { notifyPhase(effects) }
       resumePhase(effects)
     }
     // 5. What the state let go of is released with `effects`: user values, whose `deinit` is
     // user code too.
-    AttemptContext.releasingAsCallbacks(consume effects)
+    AttemptContext.releasingAsCallbacks(consume effects, on: thread)
   }
 }

@@ -25,7 +25,7 @@ struct PerThread {
   var releaseQueue: [Any] = []
   /// Whether a `deinit` on this thread is releasing the queue.
   var isReleasing = false
-  /// How many ``AttemptContext/outside(_:)`` blocks are running on this thread, one inside the
+  /// How many ``AttemptContext/outside(on:_:)`` blocks are running on this thread, one inside the
   /// other: inside one, no attempt is the current task's (see there).
   var outsideDepth = 0
   /// How many ends of attempts on tasks the library started for them are running on this thread,

@@ -15,7 +15,7 @@
 /// What is queued runs in the outermost run's frame, after the work it nested, but before that
 /// `run` returns: nothing that runs inside a `run` (the library's steps, and the listeners,
 /// observers and handlers they call) may block its thread waiting for other work of the library.
-/// It runs as it would have run in place: inside as many ``AttemptContext/outside(_:)`` blocks,
+/// It runs as it would have run in place: inside as many ``AttemptContext/outside(on:_:)`` blocks,
 /// and as part of an attempt's end or not (``AttemptContext/isEndingOnAttemptTask``), as where it
 /// was queued. So a cancel queued by the cancel phase, which runs as user code, runs its task's
 /// cancellation handlers as user code too, wherever the outermost run is.
