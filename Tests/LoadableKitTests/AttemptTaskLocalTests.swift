@@ -422,12 +422,12 @@ struct AttemptTaskLocalTests {
 
   /// The same write made by another `map`'s or a `flatMap`'s transform, which runs where its
   /// source's attempt ended on its task, by the `deinit` of a value an attempt's end lets go of
-  /// there (the content a `map`'s refresh replaced, the loadable a `flatMap`'s refresh replaced),
-  /// or by a task's cancellation handler that a cancel there runs: a transform, a `deinit` and a
-  /// cancellation handler are user code too.
+  /// there (the content a `map`'s refresh replaced, the loadable a `flatMap`'s refresh replaced,
+  /// the content a `zip` was delivered that changed since), or by a task's cancellation handler
+  /// that a cancel there runs: a transform, a `deinit` and a cancellation handler are user code too.
   @Test(arguments: [
     "a map's transform", "a flatMap's transform", "a map's replaced content", "a flatMap's replaced loadable",
-    "a cancellation handler",
+    "a cancellation handler", "a zip's delivered content",
   ])
   func aWriteFromUserCodeRunAtAnAttemptsEndDoesNotRunAMapsTransformInIt(writer: String) async throws {
     try await expectNoTransformInside(writer) { write in
@@ -472,6 +472,20 @@ struct AttemptTaskLocalTests {
         try await failing.waitForStart()
         failing.fail(Boom(code: 1))
         await #expect(throws: Boom(code: 1)) { try await load.value }
+      case "a zip's delivered content":
+        // The `zip` over two keys gets the first one's content at once (loaded), the second's
+        // where its load ends, on its task; a `map` over the `zip` replaces the first one's
+        // content there (a write of its key), so that the `zip` recomputes and lets the first
+        // content go, but for the delivery it combined, let go of after the `zip`'s end.
+        let sources = ContentLoader<String, WritesWhenReleased, Int> { key in
+          (key == "a" ? writesWhenReleasedIfFirst() : WritesWhenReleased {}, 1)
+        }
+        try await sources.loadable(for: "a").load()
+        let other = zip(sources.loadable(for: "a"), sources.loadable(for: "b")).map { _ -> Int in
+          _ = sources.set(WritesWhenReleased {}, version: 2, for: "a")
+          return 0
+        }
+        try await other.load()
       default:
         // The refresh's answer replaces the first inner loadable where the refresh's inner
         // loadable's attempt ended, on its task.

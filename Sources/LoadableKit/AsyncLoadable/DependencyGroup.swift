@@ -281,7 +281,7 @@ final class DependencyGroup: AttemptDriver {
   func arrive(_ index: Int, _ result: Result<LoadDelivery, any Error>) {
     var noEdgesLeft = false
     var ranked = false
-    let decision = state.withLock(owner: self) { state -> Decision? in
+    var decision = state.withLock(owner: self) { state -> Decision? in
       guard case .pending(_, let isRanked) = state.waits[index] else { return nil }
       ranked = isRanked
       state.waits[index] = .answered
@@ -306,7 +306,7 @@ final class DependencyGroup: AttemptDriver {
     }
     if ranked { nodes[index].callerStoppedWaiting(context) }
     if noEdgesLeft { context.endWaits(of: self) }
-    if let decision { finish(decision) }
+    if let decision = decision.take() { finish(consume decision) }
   }
 
   /// Decides the outcome, if still open: resumes the caller and withdraws the pending waits.
@@ -314,7 +314,7 @@ final class DependencyGroup: AttemptDriver {
     guard let decision = state.withLock(owner: self, { state in state.isDecided ? nil : takeDecision(&state, outcome) }) else {
       return
     }
-    finish(decision)
+    finish(consume decision)
   }
 
   private struct Decision {
@@ -343,9 +343,15 @@ final class DependencyGroup: AttemptDriver {
   /// dependency whose attempt had already ended, and whose thread is still telling its observers,
   /// arrives a moment later: its edge belongs to an attempt that is over, which no cycle walk
   /// reaches any more.)
-  private func finish(_ decision: Decision) {
+  ///
+  /// The outcome is let go of as user code (``AttemptContext/releasingAsCallbacks(_:on:)``): the
+  /// deliveries that arrived first may hold the last reference to a dependency's content that
+  /// changed since (replaced as the attempt ended, which may be on the task of the last
+  /// dependency's attempt).
+  private func finish(_ decision: consuming Decision) {
     for wait in decision.withdrawn { nodes[wait.index].withdrawWaiter(wait.waiterID) }
     if let finish = decision.finish { hand(decision.outcome, to: finish) }
+    AttemptContext.releasingAsCallbacks(decision)
   }
 
   private func hand(_ outcome: Outcome, to finish: Finish) {
