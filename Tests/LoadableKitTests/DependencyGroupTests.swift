@@ -226,4 +226,25 @@ struct InlineFirstArrayTests {
     #expect(Array(three) == [5, 7, 9])
     #expect(three.map { $0 * 2 } == [10, 14, 18])
   }
+
+  /// As `Array.removeAll(where:)`: for every subset of up to four elements removed, what is left
+  /// is in order, and the predicate is asked of each element once, in order (a key's version
+  /// table collects what it drops in the predicate).
+  @Test func removeAllKeepsTheOthersInOrder() {
+    for count in 0...4 {
+      for removed in 0..<(1 << count) {
+        var list = InlineFirstArray(0..<count)
+        var asked: [Int] = []
+        list.removeAll { value in
+          asked.append(value)
+          return removed & (1 << value) != 0
+        }
+        let expected = (0..<count).filter { removed & (1 << $0) == 0 }
+        #expect(Array(list) == expected, "\(count) elements, removed \(removed)")
+        #expect(asked == Array(0..<count))
+        list.append(99)
+        #expect(Array(list) == expected + [99])
+      }
+    }
+  }
 }

@@ -85,8 +85,9 @@ extension ContentLoader {
     /// The attempt that last returned its result: its interim values come too late.
     @usableFromInline var returned: UInt64?
     /// The version of the content that the loadable's `contentVersion` counter names: the
-    /// current content, and the one the attempt running may produce.
-    @usableFromInline var slots: [(counter: UInt64, version: Version, loadedAt: Duration, cost: Int)]
+    /// current content, and the one the attempt running may produce. (One after a key's first
+    /// load: the first is inline.)
+    @usableFromInline var slots: InlineFirstArray<(counter: UInt64, version: Version, loadedAt: Duration, cost: Int)>
 
     /// A new key's versions: its prior value, if any, and nothing loaded yet (inlinable, with the
     /// entry's initializer: see ``ContentLoader/makeEntry(_:)``).
@@ -97,7 +98,7 @@ extension ContentLoader {
       interimBox = nil
       interimMark = 0
       returned = nil
-      slots = []
+      slots = InlineFirstArray()
     }
 
     /// The interim value shown when the content's counter is `counter`, if any.
@@ -552,7 +553,7 @@ extension ContentLoader {
           let old = versions
           versions.prior = nil
           versions.priorCost = 0
-          versions.slots = []
+          versions.slots = InlineFirstArray()
           versions.interim = nil
           versions.interimMark &+= 1
           return old
