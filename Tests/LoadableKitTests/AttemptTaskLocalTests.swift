@@ -427,7 +427,8 @@ struct AttemptTaskLocalTests {
   /// that a cancel there runs: a transform, a `deinit` and a cancellation handler are user code too.
   @Test(arguments: [
     "a map's transform", "a flatMap's transform", "a map's replaced content", "a flatMap's replaced loadable",
-    "a cancellation handler", "a zip's delivered content",
+    "a cancellation handler", "a zip's delivered content", "a joined's kept source content",
+    "an instrument's attemptEnded", "an instrument's attemptStarted",
   ])
   func aWriteFromUserCodeRunAtAnAttemptsEndDoesNotRunAMapsTransformInIt(writer: String) async throws {
     try await expectNoTransformInside(writer) { write in
@@ -486,6 +487,31 @@ struct AttemptTaskLocalTests {
           return 0
         }
         try await other.load()
+      case "a joined's kept source content":
+        // `joined` keeps its source's content for its result while its inner loadable loads; the
+        // source's content is replaced meanwhile, and the inner loadable fails on its task: the
+        // attempt lets the kept content go there (its last reference).
+        let sources = ContentLoader<String, WritesWhenReleased, Int> { _ in (writesWhenReleasedIfFirst(), 1) }
+        let inner = ControlledLoad<Int>()
+        let other = sources.loadable(for: "a").joined { _ in inner.makeLoadable() }
+        let load = Task { try await other.load() }
+        try await inner.waitForStart()
+        _ = sources.set(WritesWhenReleased {}, version: 2, for: "a")
+        inner.fail(Boom(code: 1))
+        await #expect(throws: Boom(code: 1)) { try await load.value }
+      case "an instrument's attemptEnded":
+        // An instrument is user code: it hears of the attempt's end where the attempt ends, on its
+        // task.
+        let other = AsyncLoadable { 7 }
+        other.instrument = InstrumentWriter(onStart: false, write: write)
+        try await other.load()
+      case "an instrument's attemptStarted":
+        // A `flatMap`'s step runs where its source's attempt ended, on its task, and starts the
+        // attempt of the loadable its transform returned there.
+        let inner = AsyncLoadable { 7 }
+        inner.instrument = InstrumentWriter(onStart: true, write: write)
+        let other = source.flatMap { _ in inner }
+        try await other.load()
       default:
         // The refresh's answer replaces the first inner loadable where the refresh's inner
         // loadable's attempt ended, on its task.
@@ -538,6 +564,14 @@ final class HoldingInstrument: LoadInstrument {
     guard first else { return }
     _ = gate.wait(timeout: .now() + .seconds(30))
   }
+}
+
+/// An instrument that writes when an attempt starts, or when it ends.
+struct InstrumentWriter: LoadInstrument {
+  let onStart: Bool
+  let write: @Sendable () -> Void
+  func attemptStarted(_ attempt: LoadAttempt) { if onStart { write() } }
+  func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) { if !onStart { write() } }
 }
 
 /// A value that runs `onRelease` in its `deinit`.

@@ -126,6 +126,19 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
       guard running?.attempt == id else { return nil }
       return running!.inner
     }
+    goOn(attempt, context: context, probe: probe, with: outcome, innerWait: innerWait)
+    // The copy of the inner wait is let go of as user code: `joined`'s function holds the source's
+    // content, which may have changed since (its last reference), here where the inner loadable's
+    // attempt ended, on its task.
+    AttemptContext.releasingAsCallbacks(consume innerWait)
+  }
+
+  /// The rest of ``dependenciesDecided(_:attempt:context:probe:)``: the step runs here, on the
+  /// trampoline, or on a task of its own (`innerWait`: the wait that ended, if it was the second).
+  private func goOn(
+    _ attempt: RunningAttempt, context: AttemptContext, probe: AttemptProbe?, with outcome: DependencyGroup.Outcome,
+    innerWait: FlatMapInnerWait?
+  ) {
     @Sendable func advance() {
       self.advance(attempt, context: context, probe: probe, with: outcome, endingWait: innerWait)
     }
@@ -211,10 +224,12 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     _ attempt: LoadStateMachine.Attempt, context: AttemptContext, probe: AttemptProbe?,
     with result: Result<AnyContentBox, any Error>
   ) {
-    // What the attempt kept (the inner loadable, `joined`'s function) is released after the lock.
+    // What the attempt kept (the inner loadable, `joined`'s function) is released after the lock,
+    // as user code (its last reference is the copy `dependenciesDecided` took, but a release here
+    // is as much a part of the inner loadable's end).
     let id = ObjectIdentifier(attempt)
     let kept = running.withLock(owner: self) { running in running?.attempt == id ? running.take() : nil }
-    _ = consume kept
+    AttemptContext.releasingAsCallbacks(consume kept)
     context.hasEnded.store(true, ordering: .releasing)
     endAttempt(attempt, with: result, probe: probe)
   }
