@@ -36,8 +36,14 @@ extension AsyncLoadable: EffectsHost {
   }
 
   final func isEmpty(_ effects: LoadStateMachine.Effects) -> Bool {
-    effects.cancel.isNone && effects.event == nil && !effects.changedContent && !effects.endedAttempt
+    let isEmpty =
+      effects.cancel.isNone && effects.event == nil && !effects.changedContent && !effects.endedAttempt
       && effects.waiters.isEmpty
+    // What is let go of is not read: nothing is unless something else happens too (an attempt
+    // ends, the content changes). Effects found empty are dropped at once, not as user code
+    // (`carryOut`), which is right only because they hold no user value.
+    assert(!isEmpty || effects.released.isEmpty, "effects that release a value without any change")
+    return isEmpty
   }
 
   /// Cancelling runs the task's cancellation handlers (or the driver's cancel) here, which may

@@ -80,6 +80,12 @@ struct LoadReleased {
 
   typealias Previous = (content: AnyContentBox?, error: (any Error)?)
 
+  /// Whether nothing is held (debug checks).
+  var isEmpty: Bool {
+    attempt == nil && context == nil && content == nil && error == nil && previous.content == nil
+      && previous.error == nil
+  }
+
   /// Takes what `attempt`, which ended or was superseded, held besides its waiters: its context
   /// and what the loadable looked like before it. Every end of an attempt calls it.
   mutating func takeHeld(by attempt: RunningAttempt) {
