@@ -103,7 +103,7 @@ extension AsyncLoadable {
     }
     let (cancel, escalate) = withState { $0.attach(.task(task), to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }
-    if cancel { task.cancel() }
+    if cancel { AttemptContext.runningCallbacks { task.cancel() } }  // as in `launch`
     return task
   }
 

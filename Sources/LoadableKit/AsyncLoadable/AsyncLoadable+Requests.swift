@@ -158,7 +158,10 @@ extension AsyncLoadable {
     }
     let (cancel, escalate) = withState { $0.attach(.task(task), to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }
-    if cancel { task.cancel() }
+    // Cancelled before the task was attached (an observer of `.loading` cancelled it): a task
+    // that already runs on another thread may have a cancellation handler, run here at once, as
+    // user code (the cancel phase's rule: this may be an attempt's end that started it).
+    if cancel { AttemptContext.runningCallbacks { task.cancel() } }
   }
 
   /// The attempt's work returned `result`: it is committed (unless the attempt was cancelled
