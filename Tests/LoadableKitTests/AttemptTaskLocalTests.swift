@@ -143,6 +143,34 @@ struct AttemptTaskLocalTests {
   /// A user value that a call inside `performLoad()` lets go of (a key's value its write
   /// replaced, released with the write's effects) is released outside that attempt too: its
   /// `deinit`'s loads are no dependencies of it.
+  /// Instruments are user code, told as observers are: outside any attempt — also when told
+  /// inside one (a retry, told inside the attempt's work; a dependency's start and a claim's
+  /// begin and end, made inside the attempt) —, so that a load an instrument makes is no
+  /// dependency of it.
+  @Test func anInstrumentIsToldOutsideAnyAttempt() async throws {
+    let told = Recorder<String>()
+    let instrument = TellsWhereItIsTold(told: told)
+    let child = AsyncLoadable { 1 }
+    child.instrument = instrument
+    let keys = ContentLoader<String, Int, Int>(name: "keys", instrument: instrument) { _ in (1, 1) }
+    let tries = Mutex(0)
+    let parent = AsyncLoadable { () async throws -> Int in
+      guard tries.withLock({ tries in
+        tries += 1
+        return tries > 1
+      }) else { throw Boom(code: 1) }
+      keys.begin("k").end()
+      try await child.load()
+      return (child.content ?? 0) + 1
+    }
+    parent.loadOptions = LoadOptions(retryPolicy: RetryPolicy(maxAttempts: 2, initialDelay: .zero, jitter: 0))
+    parent.instrument = instrument
+    try await parent.load()
+    #expect(parent.content == 2)
+    #expect(
+      Set(told.values) == ["started outside", "retrying outside", "ended outside", "claimBegan outside", "claimEnded outside"])
+  }
+
   @Test func aValueReleasedInsideAnAttemptIsReleasedOutsideIt() async throws {
     let insideAnAttempt = Recorder<Bool>()
     let keys = ContentLoader<String, WritesWhenReleased, Int> { _ in throw CancellationError() }
@@ -564,6 +592,17 @@ final class HoldingInstrument: LoadInstrument {
     guard first else { return }
     _ = gate.wait(timeout: .now() + .seconds(30))
   }
+}
+
+/// An instrument that records what it is told, and whether inside an attempt.
+struct TellsWhereItIsTold: LoadInstrument {
+  let told: Recorder<String>
+  func record(_ event: String) { told.append("\(event) \(AttemptContext.current == nil ? "outside" : "inside")") }
+  func attemptStarted(_ attempt: LoadAttempt) { record("started") }
+  func attemptRetrying(_ attempt: LoadAttempt, _ retry: LoadAttempt.Retry) { record("retrying") }
+  func attemptEnded(_ attempt: LoadAttempt, _ end: LoadAttempt.End) { record("ended") }
+  func claimBegan(_ claim: LoadClaimReport) { record("claimBegan") }
+  func claimEnded(_ claim: LoadClaimReport, duration: Duration) { record("claimEnded") }
 }
 
 /// An instrument that writes when an attempt starts, or when it ends.

@@ -29,8 +29,7 @@ final class AttemptProbe: Sendable {
       id: LoadAttempt.ID(rawValue: id), name: loadable.displayName, intent: LoadAttempt.Intent(intent),
       parent: parent.flatMap { $0.attemptID == 0 ? nil : LoadAttempt.ID(rawValue: $0.attemptID) }, startedAt: .now)
     let probe = AttemptProbe(attempt: attempt, instruments: instruments)
-    // Instruments are user code, no part of an attempt's end that may start this one (SPEC §1).
-    AttemptContext.runningCallbacks { for instrument in instruments { instrument.attemptStarted(attempt) } }
+    LoadInstrumentation.tell(instruments) { instrument in instrument.attemptStarted(attempt) }
     return probe
   }
 
@@ -38,7 +37,7 @@ final class AttemptProbe: Sendable {
   func retrying(number: Int, error: any Error, delay: Duration) {
     retries.add(1, ordering: .relaxed)
     let retry = LoadAttempt.Retry(number: number, error: error, delay: delay)
-    AttemptContext.runningCallbacks { for instrument in instruments { instrument.attemptRetrying(attempt, retry) } }
+    LoadInstrumentation.tell(instruments) { instrument in instrument.attemptRetrying(attempt, retry) }
   }
 
   /// The attempt's task returned `result`; `current` tells whether the result was used (a
@@ -55,8 +54,7 @@ final class AttemptProbe: Sendable {
     let end = LoadAttempt.End(
       outcome: outcome, duration: attempt.startedAt.duration(to: .now),
       retries: retries.load(ordering: .relaxed), callers: callers)
-    // Told where the attempt ends, on its task: as user code, no part of that end (SPEC §1).
-    AttemptContext.runningCallbacks { for instrument in instruments { instrument.attemptEnded(attempt, end) } }
+    LoadInstrumentation.tell(instruments) { instrument in instrument.attemptEnded(attempt, end) }
   }
 }
 

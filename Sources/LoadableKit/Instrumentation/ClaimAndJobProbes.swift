@@ -23,7 +23,7 @@ final class ClaimProbe: Sendable {
     let probe = ClaimProbe(
       report: LoadClaimReport(loader: loader(), key: String(describing: key), id: nextUniqueID()),
       instruments: instruments)
-    for instrument in instruments { instrument.claimBegan(probe.report) }
+    LoadInstrumentation.tell(instruments) { instrument in instrument.claimBegan(probe.report) }
     return probe
   }
 
@@ -32,7 +32,7 @@ final class ClaimProbe: Sendable {
   func end() {
     guard !ended.exchange(true, ordering: .relaxed) else { return }
     let duration = began.duration(to: .now)
-    for instrument in instruments { instrument.claimEnded(report, duration: duration) }
+    LoadInstrumentation.tell(instruments) { instrument in instrument.claimEnded(report, duration: duration) }
   }
 }
 

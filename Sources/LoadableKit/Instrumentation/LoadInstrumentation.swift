@@ -86,3 +86,19 @@ extension AsyncLoadable {
     LoadInstrumentation.perObjectInstalled.load(ordering: .relaxed) ? instrument : nil
   }
 }
+
+extension LoadInstrumentation {
+  /// Tells `instruments`, user code, as observers are told: outside any attempt (a load an
+  /// instrument makes is no dependency of an attempt it is told inside: a retry, told inside the
+  /// attempt's work; a dependency's start, or a claim, made inside another attempt) and as no part
+  /// of an attempt's end (told where an attempt ends on its task, or where a `flatMap`'s step
+  /// starts its inner loadable there: a write an instrument makes inside a task-local of its own
+  /// must not let a `map`'s transform run inline, inside that task-local; SPEC §1). A job's
+  /// reports are told in its effects' notify phase, which is both already.
+  static func tell(_ instruments: [any LoadInstrument], _ body: (any LoadInstrument) -> Void) {
+    let thread = PerThread.current
+    AttemptContext.outside(on: thread) {
+      AttemptContext.runningCallbacks(on: thread) { for instrument in instruments { body(instrument) } }
+    }
+  }
+}
