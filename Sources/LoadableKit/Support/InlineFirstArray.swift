@@ -3,11 +3,13 @@
 /// when its other nodes answered at once, the one version a view derived from — and so does a
 /// key's table of versions after its first load; an `Array` of one is an allocation.
 ///
-/// Usable from inlinable code (a key's version table is: ``ContentLoader/makeEntry(_:)``).
+/// The members a key's version table uses are usable from inlinable code (that table is:
+/// ``ContentLoader/makeEntry(_:)``), its storage among them: named apart from `Collection.first`,
+/// and written only here.
 @usableFromInline
 struct InlineFirstArray<Element>: RandomAccessCollection, MutableCollection {
-  @usableFromInline var first: Element?
-  @usableFromInline var rest: [Element] = []
+  @usableFromInline var head: Element?
+  @usableFromInline var tail: [Element] = []
 
   @inlinable init() {}
 
@@ -17,43 +19,43 @@ struct InlineFirstArray<Element>: RandomAccessCollection, MutableCollection {
 
   init(repeating element: Element, count: Int) {
     guard count > 0 else { return }
-    first = element
-    if count > 1 { rest = Array(repeating: element, count: count - 1) }
+    head = element
+    if count > 1 { tail = Array(repeating: element, count: count - 1) }
   }
 
   @inlinable var startIndex: Int { 0 }
-  @inlinable var endIndex: Int { first == nil ? 0 : 1 + rest.count }
+  @inlinable var endIndex: Int { head == nil ? 0 : 1 + tail.count }
 
   @inlinable @inline(__always)
   subscript(index: Int) -> Element {
-    get { index == 0 ? first! : rest[index - 1] }
+    get { index == 0 ? head! : tail[index - 1] }
     set {
       if index == 0 {
-        precondition(first != nil, "index out of range")
-        first = newValue
+        precondition(head != nil, "index out of range")
+        head = newValue
       } else {
-        rest[index - 1] = newValue
+        tail[index - 1] = newValue
       }
     }
   }
 
   @inlinable
   mutating func append(_ element: Element) {
-    if first == nil { first = element } else { rest.append(element) }
+    if head == nil { head = element } else { tail.append(element) }
   }
 
   mutating func reserveCapacity(_ capacity: Int) {
-    if capacity > 1 { rest.reserveCapacity(capacity - 1) }
+    if capacity > 1 { tail.reserveCapacity(capacity - 1) }
   }
 
   /// Removes the elements `shouldBeRemoved` picks (asked of each, in order), keeping the others
   /// in order.
   @inlinable
   mutating func removeAll(where shouldBeRemoved: (Element) throws -> Bool) rethrows {
-    guard let head = first else { return }
-    let removesHead = try shouldBeRemoved(head)
-    try rest.removeAll(where: shouldBeRemoved)
-    if removesHead { first = rest.isEmpty ? nil : rest.removeFirst() }
+    guard let first = head else { return }
+    let removesHead = try shouldBeRemoved(first)
+    try tail.removeAll(where: shouldBeRemoved)
+    if removesHead { head = tail.isEmpty ? nil : tail.removeFirst() }
   }
 }
 
