@@ -225,8 +225,9 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     with result: Result<AnyContentBox, any Error>
   ) {
     // What the attempt kept (the inner loadable, `joined`'s function) is released after the lock,
-    // as user code (its last reference is the copy `dependenciesDecided` took, but a release here
-    // is as much a part of the inner loadable's end).
+    // as user code. (Not its last reference today — that is the copy `dependenciesDecided` took,
+    // or the one a step queued on the trampoline or sent to a task captured — so no test tells
+    // this release apart; but it is as much a part of the inner loadable's end.)
     let id = ObjectIdentifier(attempt)
     let kept = running.withLock(owner: self) { running in running?.attempt == id ? running.take() : nil }
     AttemptContext.releasingAsCallbacks(consume kept)
