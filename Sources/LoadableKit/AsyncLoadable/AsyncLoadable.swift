@@ -46,6 +46,10 @@ import Synchronization
 /// The async methods are `nonisolated(nonsending)`: they run on the caller's executor. On a loaded
 /// resource ``load()`` and ``fetchIfNeeded()`` answer without a suspension or an executor hop.
 open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Sendable {
+  @usableFromInline let state: Mutex<LoadStateMachine>
+  @usableFromInline let operation: Operation
+  // The flags after `operation`, in the bytes its enum tag leaves before the next 8-byte field
+  // (before `state`, they took 8 bytes of their own: every loadable is 8 bytes smaller).
   /// A copy of the status for the lock-free fast path of ``load()``; written under the lock.
   @usableFromInline let statusMirror = Atomic<UInt8>(0)
   /// Set once the state has its out-of-line part (observers, dependencies, listeners, settings):
@@ -56,8 +60,6 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   /// has nobody to notify, and ``deliver(_:contentChanged:runsStatusHook:)`` takes no lock to
   /// find that out. Written by ``withState(_:)``, through which the observable properties read.
   let hasRegistrar = Atomic<Bool>(false)
-  @usableFromInline let state: Mutex<LoadStateMachine>
-  @usableFromInline let operation: Operation
 
   /// What the default ``performLoad()`` runs. An enum rather than one async closure, so that a
   /// synchronous closure, a constant and an error are stored without a conversion thunk.

@@ -307,24 +307,10 @@ extension ContentLoader {
     /// its fields through their types' metadata, looked up at run time — `Mutex`, its cell and the
     /// versions each, some 1,000 instructions a key; a `Mutex<Void>` needs none, the versions one.
     @usableFromInline let versionsLock = Mutex<Void>(())
-    @exclusivity(unchecked) @usableFromInline var versionsValue: Versions
-
-    // Under the loader's lock, so without the dynamic exclusivity checks (each access to a class's
-    // stored `var` costs a check otherwise, about 90 instructions; a claim's begin and end made
-    // six):
-    @exclusivity(unchecked) @usableFromInline var claimCount = 0
-    /// How many claims there are at each ``ClaimPriority``.
-    @exclusivity(unchecked) @usableFromInline var claimsAt = PriorityCounts()
-    /// Who else waits for the running load, by demand, under a load limit (`ContentLoader+Demand`).
-    @exclusivity(unchecked) var waiting: WaitingDemand?
-    /// How many times ``loadPriority`` changed: orders the demand this key passes upstream.
-    @exclusivity(unchecked) var demandVersion: UInt64 = 0
-    /// What the value shown costs, as counted in the loader's total.
-    @exclusivity(unchecked) var cost = 0
-    /// The observers of the claims that have some, by claim.
-    @exclusivity(unchecked) @usableFromInline var sinks: [UInt64: [ClaimSink]] = [:]
-    /// `!sinks.isEmpty`, kept beside it: asking the dictionary, unspecialized, looks up the
-    /// metadata of its element type, on every change of the key.
+    // The one-byte fields beside the lock's four bytes, and the others after `shown`, which leaves
+    // seven of its eight-byte slot free: in declaration order they took 16 bytes of padding.
+    /// `!sinks.isEmpty`, kept with it (under the loader's lock): asking the dictionary,
+    /// unspecialized, looks up the metadata of its element type, on every change of the key.
     @exclusivity(unchecked) var hasSinks = false
     /// Whether ``Versions/interimMark`` may have moved from zero (set under the versions' lock,
     /// before it moves, by an offer of an interim value and by a removal; never reset). Until
@@ -341,9 +327,33 @@ extension ContentLoader {
     /// Handed out by ``ContentLoader/loadable(for:)`` (set under the loader's lock, read in
     /// `deinit`, which takes no lock).
     let wasHandedOut = Atomic<Bool>(false)
+    @exclusivity(unchecked) @usableFromInline var versionsValue: Versions
+
+    // Under the loader's lock, so without the dynamic exclusivity checks (each access to a class's
+    // stored `var` costs a check otherwise, about 90 instructions; a claim's begin and end made
+    // six):
+    @exclusivity(unchecked) @usableFromInline var claimCount = 0
+    /// How many claims there are at each ``ClaimPriority``.
+    @exclusivity(unchecked) @usableFromInline var claimsAt = PriorityCounts()
+    /// Who else waits for the running load, by demand, under a load limit (`ContentLoader+Demand`).
+    @exclusivity(unchecked) var waiting: WaitingDemand?
+    /// How many times ``loadPriority`` changed: orders the demand this key passes upstream.
+    @exclusivity(unchecked) var demandVersion: UInt64 = 0
+    /// What the value shown costs, as counted in the loader's total.
+    @exclusivity(unchecked) var cost = 0
+    /// The observers of the claims that have some, by claim.
+    @exclusivity(unchecked) @usableFromInline var sinks: [UInt64: [ClaimSink]] = [:]
     /// The attempt in which the claims hold interest.
     @exclusivity(unchecked) var held: LoadStateMachine.Attempt?
     @exclusivity(unchecked) var graceTimer: GraceTimer?
+    /// Loader-wide marks of the last refresh and of when the running attempt was first seen: only
+    /// an attempt seen after the refresh makes the key fresh again.
+    @exclusivity(unchecked) var refreshMark: UInt64 = 0
+    @exclusivity(unchecked) var attemptMark: UInt64 = 0
+    // The idle list (least recently used first), with `isIdleLinked` and `isIdleEmpty` below.
+    @exclusivity(unchecked) var idleSince: Duration = .zero
+    @exclusivity(unchecked) var newer: KeyedLoadable?
+    @exclusivity(unchecked) var older: KeyedLoadable?
     @exclusivity(unchecked) var shown = Shown.nothing
     /// Refreshed since the value was loaded: the next first claim loads again.
     @exclusivity(unchecked) var isStale = false
@@ -354,18 +364,11 @@ extension ContentLoader {
     @exclusivity(unchecked) var forgot = false
     /// A refresh came while an attempt ran: start another when it ends, if still claimed.
     @exclusivity(unchecked) var refreshPending = false
-    /// Loader-wide marks of the last refresh and of when the running attempt was first seen: only
-    /// an attempt seen after the refresh makes the key fresh again.
-    @exclusivity(unchecked) var refreshMark: UInt64 = 0
-    @exclusivity(unchecked) var attemptMark: UInt64 = 0
     @exclusivity(unchecked) var isInIndex = false
-    // The idle list (least recently used first).
+    /// On the idle list (`newer`, `older`).
     @exclusivity(unchecked) var isIdleLinked = false
     /// On the list of idle entries with nothing to show.
     @exclusivity(unchecked) var isIdleEmpty = false
-    @exclusivity(unchecked) var idleSince: Duration = .zero
-    @exclusivity(unchecked) var newer: KeyedLoadable?
-    @exclusivity(unchecked) var older: KeyedLoadable?
 
     @inlinable
     init(loader: ContentLoader, key: Key, prior: (value: Value, version: Version)?, source: KeySource) {
