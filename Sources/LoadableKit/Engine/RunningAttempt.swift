@@ -217,7 +217,6 @@ protocol AttemptDriver: AnyObject, Sendable {
 /// pay on every access (ten a `map` node's load).
 @usableFromInline final class RunningAttempt: @unchecked Sendable {
   @usableFromInline let id: UInt64
-  let intent: LoadIntent
   /// Waiters in registration order (resumed in that order). A waiter whose caller was
   /// cancelled leaves at once, in O(1) however many others wait (``WaiterStore``).
   @exclusivity(unchecked) var waiters = WaiterList()
@@ -255,6 +254,11 @@ protocol AttemptDriver: AnyObject, Sendable {
   /// only dependents and claims do. Waiters (callers, other dependents) protect it only while
   /// they wait.
   @exclusivity(unchecked) var standing: AttemptStanding
+  // The one-byte fields together (`runner` above them, `interest` below): in declaration order
+  // they took 13 bytes of padding, and the attempt 16 bytes more of the allocator's.
+  let intent: LoadIntent
+  /// The attempt's task has returned (whether or not its result was used).
+  @exclusivity(unchecked) @usableFromInline var finished = false
   /// Interest that is not a waiter: a `ContentLoader` key's claims hold one unit while they
   /// last (see `AsyncLoadable+Interest.swift`). Like a waiter, it keeps a dependent-started
   /// attempt alive.
@@ -278,8 +282,6 @@ protocol AttemptDriver: AnyObject, Sendable {
   }
   /// When it started, for its duration (``LoadStateMachine/lastDuration``).
   let started = MonotonicInstant.now
-  /// The attempt's task has returned (whether or not its result was used).
-  @exclusivity(unchecked) @usableFromInline var finished = false
 
   /// A fresh attempt that takes `old`'s place (``LoadStateMachine/supersede(intent:)``): it
   /// takes `old`'s waiters and interest, as they are, and what the loadable looked like before
