@@ -24,14 +24,15 @@ extension AttemptContext {
   struct SourceWait {
     let sourceID: ObjectIdentifier
     let waiterID: UInt64
+    /// Who is handed the outcome, once: taken by the answer, or by a cancel that comes first (the
+    /// wait then stays until the withdrawn waiter arrives, as an edge of an attempt that is over).
+    var finish: Finish?
+    // The one-byte fields last: no padding inside, and the context's state ends with them.
     /// Whether the source ranks its load by who waits (``AsyncLoadable/callerWillWait(_:)``): it is
     /// then told when the wait ends.
     var ranked = false
     /// The highest priority passed on to the source so far.
     var escalated = RawPriority.none
-    /// Who is handed the outcome, once: taken by the answer, or by a cancel that comes first (the
-    /// wait then stays until the withdrawn waiter arrives, as an edge of an attempt that is over).
-    var finish: Finish?
   }
 
   /// Waits for `source` for `attempt` of the context's owner, which runs without a task, as
