@@ -307,26 +307,6 @@ extension ContentLoader {
     /// its fields through their types' metadata, looked up at run time — `Mutex`, its cell and the
     /// versions each, some 1,000 instructions a key; a `Mutex<Void>` needs none, the versions one.
     @usableFromInline let versionsLock = Mutex<Void>(())
-    // The one-byte fields beside the lock's four bytes, and the others after `shown`, which leaves
-    // seven of its eight-byte slot free: in declaration order they took 16 bytes of padding.
-    /// `!sinks.isEmpty`, kept with it (under the loader's lock): asking the dictionary,
-    /// unspecialized, looks up the metadata of its element type, on every change of the key.
-    @exclusivity(unchecked) var hasSinks = false
-    /// Whether ``Versions/interimMark`` may have moved from zero (set under the versions' lock,
-    /// before it moves, by an offer of an interim value and by a removal; never reset). Until
-    /// then the loader's sync reads no mark and no retired interim value without taking that
-    /// lock: a loader whose loads deliver no interim values never does. The versions are
-    /// generic, so reading them in the library's unspecialized code looks up their metadata and
-    /// their tuples' (about a tenth of a key's load).
-    let hasInterimMark = Atomic<Bool>(false)
-    /// The key came with a prior value (the `existingValue` hook's). Only a removal drops it, and
-    /// none adds one later: with ``hasInterimMark`` unset, an entry created without one holds
-    /// neither a prior nor an interim value, which ``ContentLoaderState/hasValue(_:)`` reads without
-    /// the versions' lock and their types' metadata.
-    @usableFromInline let cameWithPrior: Bool
-    /// Handed out by ``ContentLoader/loadable(for:)`` (set under the loader's lock, read in
-    /// `deinit`, which takes no lock).
-    let wasHandedOut = Atomic<Bool>(false)
     @exclusivity(unchecked) @usableFromInline var versionsValue: Versions
 
     // Under the loader's lock, so without the dynamic exclusivity checks (each access to a class's
@@ -354,7 +334,29 @@ extension ContentLoader {
     @exclusivity(unchecked) var idleSince: Duration = .zero
     @exclusivity(unchecked) var newer: KeyedLoadable?
     @exclusivity(unchecked) var older: KeyedLoadable?
+    // The one-byte fields last, after `shown`, which leaves seven bytes of its last word free: in
+    // declaration order between eight-byte fields they took 16 bytes of padding. (Not in the
+    // four bytes after `versionsLock`: ThreadSanitizer sees its lock's access to the `Void` it
+    // guards, at the end of the lock, as an access to what stands there.)
     @exclusivity(unchecked) var shown = Shown.nothing
+    /// `!sinks.isEmpty`, kept with it (under the loader's lock): asking the dictionary,
+    /// unspecialized, looks up the metadata of its element type, on every change of the key.
+    @exclusivity(unchecked) var hasSinks = false
+    /// Whether ``Versions/interimMark`` may have moved from zero (set under the versions' lock,
+    /// before it moves, by an offer of an interim value and by a removal; never reset). Until
+    /// then the loader's sync reads no mark and no retired interim value without taking that
+    /// lock: a loader whose loads deliver no interim values never does. The versions are
+    /// generic, so reading them in the library's unspecialized code looks up their metadata and
+    /// their tuples' (about a tenth of a key's load).
+    let hasInterimMark = Atomic<Bool>(false)
+    /// The key came with a prior value (the `existingValue` hook's). Only a removal drops it, and
+    /// none adds one later: with ``hasInterimMark`` unset, an entry created without one holds
+    /// neither a prior nor an interim value, which ``ContentLoaderState/hasValue(_:)`` reads without
+    /// the versions' lock and their types' metadata.
+    @usableFromInline let cameWithPrior: Bool
+    /// Handed out by ``ContentLoader/loadable(for:)`` (set under the loader's lock, read in
+    /// `deinit`, which takes no lock).
+    let wasHandedOut = Atomic<Bool>(false)
     /// Refreshed since the value was loaded: the next first claim loads again.
     @exclusivity(unchecked) var isStale = false
     /// A local write set the content: the next sync tells it as a load's result.
