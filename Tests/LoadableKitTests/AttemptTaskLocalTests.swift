@@ -140,9 +140,6 @@ struct AttemptTaskLocalTests {
     }
   }
 
-  /// A user value that a call inside `performLoad()` lets go of (a key's value its write
-  /// replaced, released with the write's effects) is released outside that attempt too: its
-  /// `deinit`'s loads are no dependencies of it.
   /// Instruments are user code, told as observers are: outside any attempt — also when told
   /// inside one (a retry, told inside the attempt's work; a dependency's start and a claim's
   /// begin and end, made inside the attempt) —, so that a load an instrument makes is no
@@ -171,6 +168,9 @@ struct AttemptTaskLocalTests {
       Set(told.values) == ["started outside", "retrying outside", "ended outside", "claimBegan outside", "claimEnded outside"])
   }
 
+  /// A user value that a call inside `performLoad()` lets go of (a key's value its write
+  /// replaced, released with the write's effects) is released outside that attempt too: its
+  /// `deinit`'s loads are no dependencies of it.
   @Test func aValueReleasedInsideAnAttemptIsReleasedOutsideIt() async throws {
     let insideAnAttempt = Recorder<Bool>()
     let keys = ContentLoader<String, WritesWhenReleased, Int> { _ in throw CancellationError() }
