@@ -79,7 +79,7 @@ enum Trampoline {
       }
       (thread.pointee.outsideDepth, thread.pointee.attemptTaskDepth) = (outsideDepth, attemptTaskDepth)
       // What the work held is let go of as user code (a `deinit` is).
-      AttemptContext.releasingAsCallbacks(consume batch)
+      AttemptContext.releasingAsCallbacks(consume batch, on: thread)
     }
   }
 }
