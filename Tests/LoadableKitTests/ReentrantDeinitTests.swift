@@ -99,6 +99,10 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
   /// lands: every evicted key, and its value, goes after the loader's lock (the loader's effects
   /// keep the first objects they let go of inline, the rest in a list: each place is taken here).
   case keysEvictedTogether
+  /// A key's versions (a user type) are let go of when later loads, a local write and a removal
+  /// replace them, after the key's locks (its version table keeps its first slot inline, and
+  /// moves the next one into it).
+  case aKeysVersionsAreReplaced
 
   func run() async {
     do {
@@ -304,6 +308,46 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
       await expect("an interim value the result replaced was not released") { released.count == 4 }
       written.end()
       loaded.end()
+    case .aKeysVersionsAreReplaced:
+      typealias Rows = ContentLoader<Int, Int, CallsBackVersion>
+      let loaders = WeakHolder<Rows>()
+      let released = Counter()
+      // Its deinit reads the loader and the key's loadable, which take their locks.
+      let version: @Sendable (Int) -> CallsBackVersion = { number in
+        CallsBackVersion(number) { [loaders] in
+          _ = loaders.object?.snapshot(for: 1)
+          _ = loaders.object?.loadable(for: 1).loadStatus
+          released.increment()
+        }
+      }
+      let loads = Counter()
+      let loader = Rows(idleTimeout: nil, load: { _ in
+        let number = loads.increment()
+        return (number, version(number))
+      })
+      loaders.set(loader)
+      let loadable = loader.loadable(for: 1)
+      try await loadable.load()  // version 1, the table's first slot
+      _ = try await loadable.fetch()  // version 2 beside it
+      _ = try await loadable.fetch()  // version 3: 1 goes, 2 moves into the first slot
+      await expect("the version a later load replaced was not released") { released.count == 1 }
+      loader.set(10, version: version(10), for: 1)  // 2 goes
+      await expect("the version a local write replaced was not released") { released.count == 2 }
+      loader.remove(1)  // 3 and 10 go
+      await expect("the versions a removal dropped were not released") { released.count == 4 }
     }
   }
+}
+
+/// A version whose `deinit` is user code that calls back into the loader holding it.
+final class CallsBackVersion: Comparable, Sendable {
+  let number: Int
+  let onDeinit: @Sendable () -> Void
+  init(_ number: Int, onDeinit: @escaping @Sendable () -> Void) {
+    self.number = number
+    self.onDeinit = onDeinit
+  }
+  deinit { onDeinit() }
+  static func < (lhs: CallsBackVersion, rhs: CallsBackVersion) -> Bool { lhs.number < rhs.number }
+  static func == (lhs: CallsBackVersion, rhs: CallsBackVersion) -> Bool { lhs.number == rhs.number }
 }
