@@ -175,3 +175,46 @@ struct ContentLoaderSupersedeTests {
     other.end()
   }
 }
+
+/// Refreshes that count as one (SPEC §5: "Two refreshes before the fresh load has started may
+/// count as one") count as one for freshness too: the load they share started its work after
+/// both, so once it landed the key is fresh, and an idle, loaded key claimed again is a cache hit
+/// (`LoadingKeyedContent`: "shows the value without loading"). Found by a review: the second
+/// refresh marked the key stale after the load was first seen, so the key loaded again at its
+/// next first claim.
+@Suite("ContentLoader refreshes counted as one", .timeLimit(.minutes(1)))
+struct ContentLoaderCoalescedRefreshTests {
+  /// The data source's calls, numbered: a call's number is its result's version.
+  final class Calls: Sendable {
+    private let calls = Atomic<Int>(0)
+    func next() -> Int { calls.wrappingAdd(1, ordering: .relaxed).newValue }
+    var count: Int { calls.load(ordering: .relaxed) }
+  }
+
+  @Test(arguments: [1, 2, 3])
+  func refreshesCountedAsOneLeaveTheKeyFreshOnceTheirLoadLanded(refreshes: Int) async throws {
+    // The loader's tasks run only when the test runs them: the refreshes come, in order, before
+    // the fresh load's work starts.
+    let executor = ManualTaskExecutor()
+    let calls = Calls()
+    let loader = Loader(idleTimeout: nil, taskExecutor: executor) { _ in
+      let call = calls.next()
+      return ("load \(call)", call)
+    }
+    let claim = loader.begin(1)
+    executor.runInOrder()
+    #expect(claim.snapshot.value == "load 1")
+    for _ in 0..<refreshes { loader.refresh(1) }
+    executor.runInOrder()
+    #expect(calls.count == 2, "the refreshes counted as one load")
+    #expect(claim.snapshot.status == .loaded && claim.snapshot.value == "load 2")
+    claim.end()
+    executor.runInOrder()
+    let again = loader.begin(1)
+    executor.runInOrder()
+    #expect(calls.count == 2, "an idle, loaded key that nothing refreshed since its load began is a cache hit")
+    #expect(again.snapshot.value == "load 2")
+    again.end()
+    executor.runInOrder()
+  }
+}

@@ -43,7 +43,9 @@ extension ContentLoaderState {
     // (SPEC §5: nothing waits behind a stale load); with none running, a claimed key starts one.
     switch entry.supersede(intent: .refresh) {
     case .coalesced:
-      return
+      // The running load counts as this refresh's: its work starts after it, so once it lands
+      // the key is fresh again (seen after the mark set above, as a fresh load is).
+      entry.attemptMark = nextUniqueID()
     case .superseded(let fresh, let superseded, let stateEffects):
       // The claims' interest moved with the waiters.
       if entry.held === superseded { entry.held = fresh }
