@@ -128,4 +128,37 @@ struct ContentLoaderRefreshRaceTests {
     claim.end()
     other.end()
   }
+
+  /// A refresh or a removal supersedes a claimed key's running load and reserves a place of the
+  /// limit for the fresh one; before the loader reads the key, a `cancelLoad()` on another thread
+  /// ends the fresh load, so its task never comes for that place. The place must come back, as a
+  /// claim's does (above). Found by a review: with a limit of one, no key loaded again.
+  @Test(arguments: ["refresh", "remove"])
+  func aFreshLoadCancelledBeforeTheLoaderSawItGivesItsPlaceBack(_ action: String) async throws {
+    let source = KeyedSource()
+    let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { try await source.load($0) })
+    let claim = loader.begin(1)
+    await source.waitForStarts(1)  // its work started: the refresh supersedes it, not joins it
+    let loadable = loader.loadable(for: 1)
+    ContentLoaderSeams.afterLoadSuperseded.withValue({
+      Thread { loadable.cancelLoad() }.start()
+      // The fresh load ended (the key went back to how it was before the first load); telling
+      // the loader of it waits for the refresh or removal to end.
+      while loadable.statusMirror.load(ordering: .acquiring) == LoadStatus.loading.code {}
+    }) {
+      if action == "refresh" { loader.refresh(1) } else { loader.remove(1) }
+    }
+    // The superseded load's task was cancelled: its work returns and gives its slot back.
+    await eventually { source.stats.pending == 0 }
+    await eventually { loader.limiter?.takenCount == 0 && loader.limiter?.waitingCount == 0 }
+    #expect(loader.limiter?.takenCount == 0)
+    #expect(loader.limiter?.waitingCount == 0)
+    let other = loader.begin(2)
+    await eventually { source.stats.startedPerKey[2] == 1 }
+    #expect(source.stats.startedPerKey[2] == 1, "another key loads under the limit")
+    source.resolve(2, "two", version: 1)
+    await eventually { other.snapshot.status == .loaded }
+    claim.end()
+    other.end()
+  }
 }

@@ -33,4 +33,10 @@ enum ContentLoaderSeams {
   /// a load on another thread there, which the refresh then joins instead of starting its own
   /// (the refresh's load follows it).
   static let afterRefreshFoundNoLoad = Seam()
+
+  /// Called by a refresh or a removal that superseded a key's running load, under the loader's
+  /// lock, after it reserved a place of the limit for the fresh load and before it reads the
+  /// key: a test ends the fresh load on another thread there, in a moment no schedule of tasks
+  /// can reach.
+  static let afterLoadSuperseded = Seam()
 }

@@ -25,4 +25,13 @@ extension ContentLoaderState {
       effects.grantedSlots.append(next)
     }
   }
+
+  /// `started` was started, and its place reserved, before the loader read the key (``sync``):
+  /// if that read did not find it running, it ended in between — a `cancelLoad()` on another
+  /// thread takes the key's lock only — and its task will never come for its place, which is
+  /// given back (``attemptEnded(_:_:_:)``). Called after that read by every step that starts or
+  /// supersedes a load under the loader's lock.
+  func givePlaceBackIfEnded(_ entry: Entry, _ started: Attempt, _ effects: inout Effects) {
+    if entry.shown.attempt !== started { attemptEnded(entry, started, &effects) }
+  }
 }

@@ -53,7 +53,9 @@ extension ContentLoaderState {
       effects.record(stateEffects, of: entry)
       reserveSlot(for: entry, attempt: fresh)
       effects.launches.append(EntryLaunch(entry: entry, attempt: fresh, event: nil))
+      ContentLoaderSeams.afterLoadSuperseded.current?()
       sync(entry, &effects)
+      givePlaceBackIfEnded(entry, fresh, &effects)
     case .idle:
       guard entry.claimCount > 0 else { return }
       let previous = entry.held

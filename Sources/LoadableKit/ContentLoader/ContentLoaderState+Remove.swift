@@ -22,9 +22,11 @@ extension ContentLoaderState {
       }
       reserveSlot(for: entry, attempt: fresh)
       effects.launches.append(EntryLaunch(entry: entry, attempt: fresh, event: nil))
+      ContentLoaderSeams.afterLoadSuperseded.current?()
       entry.forgot = true
       sync(entry, &effects)
       entry.forgot = false
+      givePlaceBackIfEnded(entry, fresh, &effects)
       return effects
     case .cleared(let forgetEffects):
       effects.record(forgetEffects, of: entry)

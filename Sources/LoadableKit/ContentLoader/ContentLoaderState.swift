@@ -478,11 +478,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       effects.launches.append(EntryLaunch(entry: entry, attempt: started, event: outcome.event))
     }
     if outcome.held != nil { sync(entry, &effects) }
-    if let started = outcome.started, entry.shown.attempt !== started {
-      // It ended before the read above saw it (a `cancelLoad()` on another thread): its task
-      // will never come for the place reserved for it.
-      attemptEnded(entry, started, &effects)
-    }
+    if let started = outcome.started { givePlaceBackIfEnded(entry, started, &effects) }
     return outcome.started != nil
   }
 
