@@ -174,6 +174,70 @@ struct ContentLoaderSupersedeTests {
     again.end()
     other.end()
   }
+
+  /// ... and so does a key claimed again, or loaded through a loadable handed out again, after
+  /// its entry, idle once its load was cancelled, was evicted while the cancelled work goes on —
+  /// at once beyond `maximumIdleCount`, by `removeAllIdle()` or by `remove(_:)`: the new entry
+  /// runs on the slot the key's abandoned work holds. Found by a review: the new entry was a new
+  /// ticket of the limit, and its load waited until the key's own abandoned work returned.
+  @Test(arguments: ["beyond the count", "removeAllIdle", "remove", "handed out"])
+  func underALimitAKeyLoadedAgainAfterItsCancelledEntryWasEvictedRunsOnItsSlot(_ eviction: String) async throws {
+    let control = ControlledLoad<KeyedResult>(ignoresCancellation: true)
+    let loader = Loader(
+      idleTimeout: nil, maximumIdleCount: eviction == "beyond the count" ? 0 : 10, maximumConcurrentLoads: 1,
+      load: { _ in try await control.operation() })
+    let first = loader.begin(1)
+    try await control.waitForStart(1)
+    first.end()  // cancels the load; its work ignores that and goes on
+    switch eviction {
+    case "removeAllIdle": #expect(loader.removeAllIdle() == 1)
+    case "remove", "handed out": loader.remove(1)
+    default: break
+    }
+    #expect(loader.count == 0, "the key's entry was evicted")
+    let again: ContentLoader<Int, String, Int>.Claim?
+    let caller: Task<String, any Error>?
+    if eviction == "handed out" {
+      let loadable = loader.loadable(for: 1)
+      (again, caller) = (nil, Task { try await loadable.fetch() })
+    } else {
+      (again, caller) = (loader.begin(1), nil)
+    }
+    try await control.waitForStart(2, timeout: Self.startBound)
+    #expect(again?.snapshot.isWaitingForSlot != true)
+    let other = loader.begin(2)  // the limit still counts the key: another key waits
+    #expect(loader.limiter?.waitingCount == 1)
+    control.resolve(("abandoned", 1))
+    control.resolve(("again", 2))
+    if let again { await eventually { again.snapshot.status == .loaded } }
+    if let caller { #expect(try await caller.value == "again") }
+    #expect(again == nil || again?.snapshot.value == "again")
+    try await control.waitForStart(3)
+    control.resolve(("other", 1))
+    await eventually { other.snapshot.status == .loaded }
+    #expect(loader.limiter?.peak == 1)
+    again?.end()
+    other.end()
+  }
+
+  /// The loader remembers the ticket of each entry evicted while its abandoned work held the
+  /// key's slot (above) only while it may matter: keys whose work returned are dropped once the
+  /// table holds more than twice the limit, so a long scroll of keys claimed, cancelled and
+  /// evicted keeps it bounded (never more than twice the limit and one).
+  @Test func theTicketsOfEvictedEntriesAreBounded() async throws {
+    let control = ControlledLoad<KeyedResult>(ignoresCancellation: true)
+    let loader = Loader(
+      idleTimeout: nil, maximumIdleCount: 0, maximumConcurrentLoads: 1, load: { _ in try await control.operation() })
+    for key in 1...12 {
+      let claim = loader.begin(key)
+      try await control.waitForStart(key)
+      claim.end()  // cancelled and evicted at once, its work still holding the slot
+      let remembered = loader.withState { $0.evictedSlots.count }
+      #expect(remembered >= 1 && remembered <= 3, "key \(key): \(remembered) tickets remembered")
+      control.resolve(("abandoned", key))
+      await eventually { loader.limiter?.takenCount == 0 }
+    }
+  }
 }
 
 /// Refreshes that count as one (SPEC §5: "Two refreshes before the fresh load has started may

@@ -7,13 +7,12 @@ import Testing
 /// `ContentLoaderListsExplorationTests` reaches it by schedule, these tests by construction.
 @Suite("Load limit: lending a granted slot", .timeLimit(.minutes(1)))
 struct LoadLimiterStateTests {
-  /// Objects whose identities are the places' tickets (a key's entry in the loader).
-  private final class Key {}
-  private let keys = [Key(), Key()]
+  /// The places' tickets (a key's entry's in the loader).
+  private let keys: [LoadLimiter.Ticket] = [11, 12]
 
   private func place(_ index: Int, _ priority: ClaimPriority, order: UInt64) -> LoadLimiter.Waiter {
     LoadLimiter.Waiter(
-      ticket: ObjectIdentifier(keys[index]), attempt: UInt64(index + 1), priority: priority, order: order, continuation: nil)
+      ticket: keys[index], attempt: UInt64(index + 1), priority: priority, order: order, continuation: nil)
   }
 
   /// Both slots are granted to places whose tasks have not come, at priorities `first` and
@@ -25,7 +24,7 @@ struct LoadLimiterStateTests {
     return state
   }
 
-  private func waitingTickets(_ state: LoadLimiter.State) -> [ObjectIdentifier] {
+  private func waitingTickets(_ state: LoadLimiter.State) -> [LoadLimiter.Ticket] {
     state.waiting.map(\.element.ticket)
   }
 
@@ -37,8 +36,8 @@ struct LoadLimiterStateTests {
     let lent = state.lendGrantedSlot(to: .visible)
     #expect(lent)
     // The second place goes back to the queue; the first keeps its slot.
-    #expect(state.granted.map(\.ticket) == [ObjectIdentifier(keys[0])])
-    #expect(waitingTickets(state) == [ObjectIdentifier(keys[1])])
+    #expect(state.granted.map(\.ticket) == [keys[0]])
+    #expect(waitingTickets(state) == [keys[1]])
   }
 
   @Test func aPlaceMoreUrgentThanTheTaskIsNotLent() {
@@ -51,6 +50,6 @@ struct LoadLimiterStateTests {
     var mixed = twoGranted(.visible, .background)
     let lentBackground = mixed.lendGrantedSlot(to: .prefetch)
     #expect(lentBackground)
-    #expect(mixed.granted.map(\.ticket) == [ObjectIdentifier(keys[0])])
+    #expect(mixed.granted.map(\.ticket) == [keys[0]])
   }
 }

@@ -330,6 +330,11 @@ extension ContentLoader {
     /// an attempt seen after the refresh makes the key fresh again.
     @exclusivity(unchecked) var refreshMark: UInt64 = 0
     @exclusivity(unchecked) var attemptMark: UInt64 = 0
+    /// The key's ticket with the loader's limit (``LoadLimiter``): its own, or the one of an
+    /// evicted entry of the key whose abandoned work still holds the key's slot, taken under the
+    /// loader's lock before this entry was claimed or handed out
+    /// (``ContentLoaderState/takeEvictedSlot(for:)``), and fixed from then on.
+    @exclusivity(unchecked) var slotTicket = nextUniqueID()
     // The idle list (least recently used first), with `isIdleLinked` and `isIdleEmpty` below.
     @exclusivity(unchecked) var idleSince: Duration = .zero
     @exclusivity(unchecked) var newer: KeyedLoadable?
@@ -454,8 +459,8 @@ extension ContentLoader {
       guard let loader, let limiter = loader.limiter else { return try await source.specialized.loadAndKeep(self, attempt) }
       let priority = source.specialized.loadPriority(loader, self)
       // The place its claim reserved in the queue, if any, is its attempt's own.
-      try await limiter.acquire(ObjectIdentifier(self), attempt: attempt, priority: priority)
-      defer { limiter.release(ObjectIdentifier(self)) }
+      try await limiter.acquire(slotTicket, attempt: attempt, priority: priority)
+      defer { limiter.release(slotTicket) }
       // Its claims hear that it no longer waits for a slot (``Snapshot/isWaitingForSlot``).
       loader.changed(self)
       // The claims may have let go of this attempt while it waited, and its task not be cancelled

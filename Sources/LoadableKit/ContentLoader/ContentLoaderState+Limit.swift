@@ -5,7 +5,7 @@ extension ContentLoaderState {
   /// A claim started `attempt` of `entry`: it takes its place in the queue now, before its task
   /// runs, so a slot that frees meanwhile goes to it if it is the most urgent.
   func reserveSlot(for entry: Entry, attempt: Attempt) {
-    limiter?.reserve(ObjectIdentifier(entry), attempt: attempt.id, priority: entry.loadPriority)
+    limiter?.reserve(entry.slotTicket, attempt: attempt.id, priority: entry.loadPriority)
   }
 
   /// The key's load priority was `before` and may have changed with its claims: its waiting load
@@ -14,14 +14,14 @@ extension ContentLoaderState {
     let priority = entry.loadPriority
     guard priority != before else { return }
     entry.demandVersion &+= 1
-    limiter?.reprioritize(ObjectIdentifier(entry), to: priority)
+    limiter?.reprioritize(entry.slotTicket, to: priority)
     effects.reprioritized.append((entry, priority, priority > before))
   }
 
   /// `attempt` of `entry` is over: a place still reserved for it — its task never came for the
   /// slot (cancelled before it ran) — is given back, and the slot it was granted goes on.
   func attemptEnded(_ entry: Entry, _ attempt: Attempt, _ effects: inout Effects) {
-    if let next = limiter?.cancelReservation(ObjectIdentifier(entry), attempt: attempt.id) {
+    if let next = limiter?.cancelReservation(entry.slotTicket, attempt: attempt.id) {
       effects.grantedSlots.append(next)
     }
   }

@@ -216,7 +216,7 @@ extension ContentLoaderState {
   @usableFromInline
   func waitsForSlot(_ entry: Entry, status: LoadStatus) -> Bool {
     guard status == .loading, let limiter else { return false }
-    return limiter.isWaiting(ObjectIdentifier(entry))
+    return limiter.isWaiting(entry.slotTicket)
   }
 
   /// ``snapshot(of:)`` whose copies are released with `effects`.

@@ -191,6 +191,11 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// Some loadable was handed out (never reset): until then a new key needs no look into
   /// ``handedOut``, whose type's metadata the library's unspecialized code looks up at run time.
   @usableFromInline var hasHandedOut = false
+  /// The tickets of evicted entries whose abandoned work held the key's slot of the limit when
+  /// they were evicted: a new entry for the key takes its ticket, so that its load runs on that
+  /// slot instead of waiting behind the key's own abandoned work (SPEC §5). At most twice the
+  /// limit: those no longer held are dropped past that (``rememberEvictedSlot(of:)``).
+  @usableFromInline var evictedSlots: [Key: UInt64] = [:]
   var idle = IdleList()
   var idleEmpty = IdleList()
   var sweeperRunning = false
@@ -232,6 +237,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
         discard(fresh, &effects)
         return existing
       }
+      if !evictedSlots.isEmpty { takeEvictedSlot(for: fresh) }
       indexed(fresh, &effects)
       return fresh
     }
@@ -245,8 +251,29 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       return entry
     }
     guard let fresh else { return nil }
+    if !evictedSlots.isEmpty { takeEvictedSlot(for: fresh) }
     insert(fresh, &effects)
     return fresh
+  }
+
+  /// `fresh`, a new entry for its key, not yet claimed or handed out, takes the ticket of the
+  /// key's evicted entry if that entry's abandoned work still holds the key's slot.
+  @usableFromInline
+  mutating func takeEvictedSlot(for fresh: Entry) {
+    guard let ticket = evictedSlots.removeValue(forKey: fresh.key), limiter?.holds(ticket) == true else { return }
+    fresh.slotTicket = ticket
+  }
+
+  /// `entry` is evicted: when its abandoned work (a load cancelled or superseded, whose work has
+  /// not returned) holds the key's slot, its ticket is remembered for the key's next entry
+  /// (``takeEvictedSlot(for:)``). Past twice the limit, the tickets no longer held are dropped,
+  /// so that the table holds at most that many (no more keys than the limit hold a slot).
+  mutating func rememberEvictedSlot(of entry: Entry) {
+    guard let limiter, limiter.holds(entry.slotTicket) else { return }
+    evictedSlots[entry.key] = entry.slotTicket
+    if evictedSlots.count > 2 * limiter.limit {
+      evictedSlots = evictedSlots.filter { limiter.holds($0.value) }
+    }
   }
 
   /// Puts `fresh` in an empty `slot`; returns the entry already there, if any.
@@ -289,6 +316,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// ``ContentLoader/loadable(for:)``: the key's entry, remembered weakly as handed out.
   mutating func handOut(_ key: Key, fresh: Entry?) -> Entry? {
     guard let entry = index[key] ?? handedOutEntry(for: key) ?? fresh else { return nil }
+    if entry === fresh, !evictedSlots.isEmpty { takeEvictedSlot(for: entry) }
     handedOut[key] = HandedOut(entry: entry, id: ObjectIdentifier(entry))
     hasHandedOut = true
     entry.wasHandedOut.store(true, ordering: .releasing)

@@ -12,14 +12,16 @@ import Synchronization
 /// comes. A place reserved for an attempt that ends without coming for it is given back when the
 /// loader sees the attempt end (``cancelReservation(_:attempt:)``).
 ///
-/// A key's place is identified by its entry (the ticket) and the attempt. The limit counts keys:
+/// A key's place is identified by its ticket and the attempt: an entry's ticket is its own, or,
+/// for an entry made for a key whose evicted entry's abandoned work still holds the key's slot,
+/// that entry's (``ContentLoaderState/evictedSlots``). The limit counts keys:
 /// a key's loads share one slot (``State/holders``). A key may have two loads running — a fresh
 /// one beside the one it superseded, or beside a cancelled one whose work has not returned
 /// (SPEC §5) — and the fresh one runs at once on the slot the key holds, without waiting behind
 /// the stale work; the slot goes on when the last of them returns. So at most `limit` keys call
 /// the data source at once, and a key never waits for its own stale load.
 final class LoadLimiter: Sendable {
-  typealias Ticket = ObjectIdentifier
+  typealias Ticket = UInt64
   typealias Continuation = UnsafeContinuation<Void, any Error>
 
   struct Waiter: WaiterStoreEntry {
@@ -135,8 +137,12 @@ final class LoadLimiter: Sendable {
   let state: Mutex<State>
 
   init(limit: Int) {
-    state = Mutex(State(limit: max(limit, 1)))
+    self.limit = max(limit, 1)
+    state = Mutex(State(limit: self.limit))
   }
+
+  /// How many keys may load at once.
+  let limit: Int
 
   var peak: Int { state.withLock(owner: self) { $0.peak } }
 
@@ -149,6 +155,11 @@ final class LoadLimiter: Sendable {
   /// How many loads wait for a slot and how many hold one (running, or granted one that their
   /// task has not come for yet), in one read.
   var counts: (waiting: Int, running: Int) { state.withLock(owner: self) { ($0.waiting.count, $0.taken) } }
+
+  /// Whether a load of `ticket`'s key runs on the key's slot.
+  func holds(_ ticket: Ticket) -> Bool {
+    state.withLock(owner: self) { $0.holders[ticket] != nil }
+  }
 
   /// Whether `ticket`'s key has a load waiting for a slot (reserved, or its task waiting).
   func isWaiting(_ ticket: Ticket) -> Bool {
