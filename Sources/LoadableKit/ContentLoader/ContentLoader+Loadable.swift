@@ -30,7 +30,12 @@ extension ContentLoader {
   public func loadable(for key: Key) -> AsyncLoadable<Value> {
     var fresh: KeyedLoadable?
     while true {
-      if let loadable = withState({ [fresh] in $0.handOut(key, fresh: fresh) }) { return loadable }
+      let (loadable, effects) = withState { [fresh] state -> (KeyedLoadable?, State.Effects) in
+        var effects = State.Effects()
+        return (state.handOut(key, fresh: fresh, &effects), effects)
+      }
+      perform(consume effects)
+      if let loadable { return loadable }
       fresh = makeEntry(key)
     }
   }

@@ -86,7 +86,7 @@ extension ContentLoaderState {
     entry.source.specialized.removeFromIndex(&index, entry.key)
     entry.isInIndex = false
     totalCost -= entry.cost
-    if limiter != nil { rememberEvictedSlot(of: entry) }
+    if limiter != nil { rememberEvictedSlot(of: entry, &effects) }
     effects.releasedObjects.append(entry)
     // No event built for a loader nobody listens to: in the library's unspecialized code, making
     // one (and walking the empty list of streams) looks up the types of the event, the delivery

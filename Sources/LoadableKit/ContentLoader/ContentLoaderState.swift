@@ -173,6 +173,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     var tables: [Loader.Versions] = []
     /// Interim values whose load's result shows now.
     var interims: [Loader.HeldInterim] = []
+    /// Keys the table of evicted entries' slots let go of (``evictedSlots``): it may hold a key's
+    /// last copy, once the evicted entry was freed.
+    var keys: [Key] = []
   }
 
   // MARK: - State
@@ -237,7 +240,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
         discard(fresh, &effects)
         return existing
       }
-      if !evictedSlots.isEmpty { takeEvictedSlot(for: fresh) }
+      if !evictedSlots.isEmpty { takeEvictedSlot(for: fresh, &effects) }
       indexed(fresh, &effects)
       return fresh
     }
@@ -251,28 +254,35 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
       return entry
     }
     guard let fresh else { return nil }
-    if !evictedSlots.isEmpty { takeEvictedSlot(for: fresh) }
+    if !evictedSlots.isEmpty { takeEvictedSlot(for: fresh, &effects) }
     insert(fresh, &effects)
     return fresh
   }
 
   /// `fresh`, a new entry for its key, not yet claimed or handed out, takes the ticket of the
-  /// key's evicted entry if that entry's abandoned work still holds the key's slot.
+  /// key's evicted entry if that entry's abandoned work still holds the key's slot. The table's
+  /// copy of the key goes with the effects: once the evicted entry was freed, it is the last.
   @usableFromInline
-  mutating func takeEvictedSlot(for fresh: Entry) {
-    guard let ticket = evictedSlots.removeValue(forKey: fresh.key), limiter?.holds(ticket) == true else { return }
-    fresh.slotTicket = ticket
+  mutating func takeEvictedSlot(for fresh: Entry, _ effects: inout Effects) {
+    guard let index = evictedSlots.index(forKey: fresh.key) else { return }
+    let (key, ticket) = evictedSlots.remove(at: index)
+    effects.released.keys.append(key)
+    if limiter?.holds(ticket) == true { fresh.slotTicket = ticket }
   }
 
   /// `entry` is evicted: when its abandoned work (a load cancelled or superseded, whose work has
   /// not returned) holds the key's slot, its ticket is remembered for the key's next entry
-  /// (``takeEvictedSlot(for:)``). Past twice the limit, the tickets no longer held are dropped,
-  /// so that the table holds at most that many (no more keys than the limit hold a slot).
-  mutating func rememberEvictedSlot(of entry: Entry) {
+  /// (``takeEvictedSlot(for:_:)``). Past twice the limit, the tickets no longer held are dropped,
+  /// their keys with the effects, so that the table holds at most that many (no more keys than
+  /// the limit hold a slot).
+  mutating func rememberEvictedSlot(of entry: Entry, _ effects: inout Effects) {
     guard let limiter, limiter.holds(entry.slotTicket) else { return }
+    // A key already there keeps the table's copy (a dictionary replaces the value only).
     evictedSlots[entry.key] = entry.slotTicket
-    if evictedSlots.count > 2 * limiter.limit {
-      evictedSlots = evictedSlots.filter { limiter.holds($0.value) }
+    guard evictedSlots.count > 2 * limiter.limit else { return }
+    let dropped = evictedSlots.filter { !limiter.holds($0.value) }.keys
+    for key in dropped {
+      if let index = evictedSlots.index(forKey: key) { effects.released.keys.append(evictedSlots.remove(at: index).key) }
     }
   }
 
@@ -314,9 +324,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   }
 
   /// ``ContentLoader/loadable(for:)``: the key's entry, remembered weakly as handed out.
-  mutating func handOut(_ key: Key, fresh: Entry?) -> Entry? {
+  mutating func handOut(_ key: Key, fresh: Entry?, _ effects: inout Effects) -> Entry? {
     guard let entry = index[key] ?? handedOutEntry(for: key) ?? fresh else { return nil }
-    if entry === fresh, !evictedSlots.isEmpty { takeEvictedSlot(for: entry) }
+    if entry === fresh, !evictedSlots.isEmpty { takeEvictedSlot(for: entry, &effects) }
     handedOut[key] = HandedOut(entry: entry, id: ObjectIdentifier(entry))
     hasHandedOut = true
     entry.wasHandedOut.store(true, ordering: .releasing)
