@@ -4,20 +4,6 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A key (a user value) whose `deinit` calls back into the loader that held it, which takes the
-/// loader's lock: released under that lock, it traps with "Recursive call to lock Mutex".
-final class CallsBackKey: Hashable, Sendable {
-  let id: Int
-  let onDeinit: @Sendable () -> Void
-  init(_ id: Int, onDeinit: @escaping @Sendable () -> Void) {
-    self.id = id
-    self.onDeinit = onDeinit
-  }
-  static func == (a: CallsBackKey, b: CallsBackKey) -> Bool { a.id == b.id }
-  func hash(into hasher: inout Hasher) { hasher.combine(id) }
-  deinit { onDeinit() }
-}
-
 /// `ContentLoaderState` never releases a user value under the loader's lock. Its table of evicted
 /// entries' slots (`evictedSlots`, 4f96412) keeps a copy of a key that outlives the key's evicted
 /// entry (once the entry's abandoned work returned, the entry is freed and the table's copy is
@@ -37,7 +23,7 @@ struct ContentLoaderEvictedSlotKeyTests {
 }
 
 enum EvictedSlotKeyScenario {
-  typealias Keyed = ContentLoader<CallsBackKey, String, Int>
+  typealias Keyed = ContentLoader<CallsBackValue, String, Int>
 
   static func run(_ path: String) async {
     do {
@@ -59,8 +45,8 @@ enum EvictedSlotKeyScenario {
       idleTimeout: nil, maximumIdleCount: 0, maximumConcurrentLoads: 1, taskExecutor: executor,
       load: { _ in try await control.operation() })
     loaders.set(loader)
-    let makeKey: @Sendable (Int) -> CallsBackKey = { id in
-      CallsBackKey(id) { [loaders] in
+    let makeKey: @Sendable (Int) -> CallsBackValue = { id in
+      CallsBackValue(id) { [loaders] in
         _ = loaders.object?.count  // takes the loader's lock
         released.increment()
       }
@@ -82,7 +68,7 @@ enum EvictedSlotKeyScenario {
         claim.end()  // cancelled, idle and evicted at once: its work ignores the cancel and holds the slot
         executor.runInOrder()
       }
-      guard loader.withState({ $0.evictedSlots[CallsBackKey(id) {}] }) != nil else {
+      guard loader.withState({ $0.evictedSlots[CallsBackValue(id) {}] }) != nil else {
         print("key \(id): no ticket remembered")
         exit(5)
       }

@@ -309,12 +309,12 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
       written.end()
       loaded.end()
     case .aKeysVersionsAreReplaced:
-      typealias Rows = ContentLoader<Int, Int, CallsBackVersion>
+      typealias Rows = ContentLoader<Int, Int, CallsBackValue>
       let loaders = WeakHolder<Rows>()
       let released = Counter()
       // Its deinit reads the loader and the key's loadable, which take their locks.
-      let version: @Sendable (Int) -> CallsBackVersion = { number in
-        CallsBackVersion(number) { [loaders] in
+      let version: @Sendable (Int) -> CallsBackValue = { number in
+        CallsBackValue(number) { [loaders] in
           _ = loaders.object?.snapshot(for: 1)
           _ = loaders.object?.loadable(for: 1).loadStatus
           released.increment()
@@ -339,8 +339,8 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
   }
 }
 
-/// A version whose `deinit` is user code that calls back into the loader holding it.
-final class CallsBackVersion: Comparable, Sendable {
+/// A key or a version whose `deinit` is user code that calls back into the loader holding it.
+final class CallsBackValue: Hashable, Comparable, Sendable {
   let number: Int
   let onDeinit: @Sendable () -> Void
   init(_ number: Int, onDeinit: @escaping @Sendable () -> Void) {
@@ -348,6 +348,7 @@ final class CallsBackVersion: Comparable, Sendable {
     self.onDeinit = onDeinit
   }
   deinit { onDeinit() }
-  static func < (lhs: CallsBackVersion, rhs: CallsBackVersion) -> Bool { lhs.number < rhs.number }
-  static func == (lhs: CallsBackVersion, rhs: CallsBackVersion) -> Bool { lhs.number == rhs.number }
+  static func < (lhs: CallsBackValue, rhs: CallsBackValue) -> Bool { lhs.number < rhs.number }
+  static func == (lhs: CallsBackValue, rhs: CallsBackValue) -> Bool { lhs.number == rhs.number }
+  func hash(into hasher: inout Hasher) { hasher.combine(number) }
 }
