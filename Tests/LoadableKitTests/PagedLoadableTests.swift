@@ -441,4 +441,58 @@ struct PagedLoadableTests {
     #expect(paged.content?.droppedPageCount == 2)
     #expect(source.requests.values == [nil, 1, nil, 2, nil])
   }
+
+  /// `pageUpdates` "ends when the loadable is deallocated" (its documentation), as
+  /// `loadStatusUpdates` does (`AsyncLoadableTests.aDeallocatedLoadableEndsItsStreams`). Found by
+  /// a review (helper 34): nothing finished the stream, and a reader waited for ever.
+  @Test func aDeallocatedPagedLoadableEndsItsPageUpdates() async {
+    var paged: PagedLoadable<Int, String>? = PagedLoadable { _ in Page(items: [], nextCursor: nil) }
+    let stream = paged!.pageUpdates
+    weak var released = paged
+    paged = nil
+    #expect(released == nil, "the paged loadable is deallocated")
+    let ended = Recorder<Int>()
+    let reader = Task {
+      var count = 0
+      for await _ in stream { count += 1 }
+      ended.append(count)
+    }
+    await eventually(10_000, timeout: .seconds(3)) { ended.count == 1 }
+    reader.cancel()
+    _ = await reader.value
+    #expect(ended.values.first == 1, "\(ended.values)")
+  }
+
+  /// LoadingPages.md (observePages): "Observation ends when the returned LoadObservation is
+  /// cancelled": a handler whose observation was cancelled — here by another handler, in the same
+  /// delivery pass, on the same thread — is not called after `cancel()` returned. Found by a
+  /// review (helper 34): a pass called every handler it had copied.
+  @Test func aCancelledPageObservationIsNotCalledAfterCancelReturns() async throws {
+    let source = PagedSource()
+    let paged = source.makeLoadable()
+    let armed = Recorder<Bool>()
+    let observations = Mutex<[LoadObservation]>([])
+    let cancelled = Mutex<Set<Int>>([])
+    let lateCalls = Recorder<Int>()
+    for index in 0..<2 {
+      let observation = paged.observePages { _ in
+        guard armed.count > 0 else { return }
+        if cancelled.withLock({ $0.contains(index) }) {
+          lateCalls.append(index)
+          return
+        }
+        let other = 1 - index
+        let toCancel = cancelled.withLock { set -> Bool in set.insert(other).inserted }
+        if toCancel { observations.withLock { $0[other] }.cancel() }
+      }
+      observations.withLock { $0.append(observation) }
+    }
+    armed.append(true)
+    paged.sync()
+    try await source.control.waitForStart(1)
+    source.control.resolve(page(0, next: nil))
+    await eventually { paged.loadStatus == .loaded }
+    #expect(lateCalls.values.isEmpty, "handlers called after their observation was cancelled: \(lateCalls.values)")
+    observations.withLock { $0 }.forEach { $0.cancel() }
+  }
 }

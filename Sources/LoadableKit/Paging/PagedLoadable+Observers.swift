@@ -34,7 +34,11 @@ public struct PagedSnapshot<Cursor: Hashable & Sendable, Item: Sendable>: Sendab
 /// lock; nothing is queued per change, so nothing grows however fast pages change.
 struct PageObservers<Cursor: Hashable & Sendable, Item: Sendable> {
   typealias Handler = @Sendable (PagedSnapshot<Cursor, Item>) -> Void
+  /// By identifier: a later observer's is larger, and handlers are called in that order.
   var handlers: [UInt64: Handler] = [:]
+  /// What ends an observation when the loadable is deallocated (a stream's finish), by the
+  /// identifier of its handler.
+  var onEnd: [UInt64: @Sendable () -> Void] = [:]
   /// One thread calls the handlers at a time; a change since it took its snapshot makes it
   /// deliver once more.
   var delivering = RunAgainFlag()
@@ -58,12 +62,22 @@ extension PagedLoadable {
   ///
   /// Observation ends when the returned ``LoadObservation`` is cancelled or deallocated.
   public func observePages(_ handler: @escaping @Sendable (PagedSnapshot<Cursor, Item>) -> Void) -> LoadObservation {
+    observePages(handler, onEnd: nil)
+  }
+
+  /// ``observePages(_:)``; `onEnd` is called once if the loadable is deallocated while observed.
+  func observePages(
+    _ handler: @escaping @Sendable (PagedSnapshot<Cursor, Item>) -> Void, onEnd: (@Sendable () -> Void)?
+  ) -> LoadObservation {
     let id = nextUniqueID()
-    observers.withLock(owner: self) { $0.handlers[id] = handler }
+    observers.withLock(owner: self) { observers in
+      observers.handlers[id] = handler
+      if let onEnd { observers.onEnd[id] = onEnd }
+    }
     pagesDidChange()
     return LoadObservation { [weak self] in
       guard let self else { return }
-      let removed = self.observers.withLock(owner: self) { $0.handlers.removeValue(forKey: id) }
+      let removed = self.observers.withLock(owner: self) { ($0.handlers.removeValue(forKey: id), $0.onEnd.removeValue(forKey: id)) }
       _ = removed  // released here, outside the lock
     }
   }
@@ -73,7 +87,7 @@ extension PagedLoadable {
   /// the iteration ends.
   public var pageUpdates: AsyncStream<PagedSnapshot<Cursor, Item>> {
     let (stream, continuation) = AsyncStream.makeStream(of: PagedSnapshot<Cursor, Item>.self, bufferingPolicy: .bufferingNewest(1))
-    let observation = observePages { continuation.yield($0) }
+    let observation = observePages({ continuation.yield($0) }, onEnd: { continuation.finish() })
     continuation.onTermination = { _ in observation.cancel() }
     return stream
   }
@@ -87,13 +101,18 @@ extension PagedLoadable {
     }
     guard start else { return }
     while true {
-      let handlers = observers.withLock(owner: self) { observers -> [PageObservers<Cursor, Item>.Handler]? in
+      let handlers = observers.withLock(owner: self) { observers -> [(id: UInt64, handler: PageObservers<Cursor, Item>.Handler)] in
         observers.delivering.beginPass()
-        return Array(observers.handlers.values)
+        return observers.handlers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
       }
-      if let handlers, !handlers.isEmpty {
+      if !handlers.isEmpty {
         let snapshot = pagedSnapshot
-        for handler in handlers { handler(snapshot) }
+        for (id, handler) in handlers {
+          // An observation cancelled by a handler called before it in this pass (or on another
+          // thread) is not called after its `cancel()` returned.
+          guard observers.withLock(owner: self, { $0.handlers[id] != nil }) else { continue }
+          handler(snapshot)
+        }
       }
       let again = observers.withLock(owner: self) { $0.delivering.endPass() }
       if !again { return }

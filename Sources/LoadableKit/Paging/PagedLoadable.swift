@@ -90,6 +90,16 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
     self.name = name
   }
 
+  deinit {
+    // Ends the streams of ``pageUpdates`` (as the engine ends ``loadStatusUpdates``): their
+    // readers would otherwise wait for a change that can never come.
+    let ends = observers.withLock(owner: self) { observers in
+      defer { observers.onEnd = [:] }
+      return observers.onEnd.sorted { $0.key < $1.key }.map(\.value)
+    }
+    for end in ends { end() }
+  }
+
   /// Loads the first page. Called once per attempt of the first page (a load, a retry, a
   /// refresh); it supersedes the page loads still running, which belong to the pages it replaces.
   public override func performLoad() async throws -> PagedContent<Cursor, Item> {
