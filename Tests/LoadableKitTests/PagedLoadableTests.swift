@@ -495,4 +495,128 @@ struct PagedLoadableTests {
     #expect(lateCalls.values.isEmpty, "handlers called after their observation was cancelled: \(lateCalls.values)")
     observations.withLock { $0 }.forEach { $0.cancel() }
   }
+
+  /// LoadingPages.md: `nextPageStatus` is `loading` while one runs, `failed` after a failure,
+  /// "otherwise notLoaded — a page that loads is added to the pages". A handler of
+  /// `observePages` never sees `nextPageStatus == .loaded`: a page load that loaded reads
+  /// `loading` until its page is added. Found by a review (helper 34): every next page showed
+  /// `loaded` with the page not yet in the items.
+  @Test func aHandlerNeverSeesTheNextPageLoadedButNotAdded() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let seen = Recorder<String>()
+    let observation = paged.observePages { snapshot in
+      seen.append("next:\(snapshot.nextPageStatus) items:\(snapshot.items.count)")
+    }
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    await eventually { seen.values.last == "next:notLoaded items:4" }
+    #expect(!seen.values.contains { $0.hasPrefix("next:loaded") }, "\(seen.values)")
+    observation.cancel()
+  }
+
+  /// LoadingPages.md: "when it lands, the page is added *before* its callers resume, so a caller
+  /// finds it in `items`". A caller that asks for the next page in the window between the page
+  /// load's status becoming `.loaded` and the page being added (here: from a status handler on
+  /// the landing thread) lands it itself and returns with it in `items`. Found by a review
+  /// (helper 34): it returned without the page.
+  @Test func aCallerThatJoinsAsThePageLandsFindsItInItems() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let executor = ManualTaskExecutor()
+    let found = Recorder<String>()
+    let done = Recorder<Bool>()
+    let observation = paged.observePages { snapshot in
+      // The page load loaded, and its page is not added yet (its status handlers run first).
+      guard paged.pageLoadable(toward: .next)?.loadStatus == .loaded, done.count == 0 else { return }
+      done.append(true)
+      executor.spawn {
+        do {
+          try await paged.loadNextPage()
+          found.append("returned, items:\(paged.items.count)")
+        } catch {
+          found.append("threw \(error)")
+        }
+      }
+      executor.runInOrder()
+    }
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    #expect(paged.items == items(0...1))
+    #expect(done.count == 1, "the window was reached")
+    executor.runInOrder()
+    #expect(found.values == ["returned, items:4"], "\(found.values) (source requests: \(source.requests.values))")
+    observation.cancel()
+  }
+
+  /// LoadingPages.md: "Before the first page has loaded — nothing loaded, a refresh running, or the
+  /// first page failed — the next page *is* the first page: `loadNextPage()` does what `load()`
+  /// does", and "A refresh that starts while it loads supersedes it: the callers then wait for the
+  /// fresh first page instead." Found by a review (helper 34): the superseded page load ran its
+  /// request during the refresh, and its caller returned before the fresh first page.
+  ///
+  /// Interleaving: `loadNextPage()` takes a fresh page load from `pageLoad` (replacing a stale one,
+  /// which runs the page observers synchronously), a refresh starts right then (here: from that
+  /// observer, standing for another thread's `sync()`) and supersedes the fresh page load while it
+  /// is still idle (`retire` → `cancelLoad()` on an idle loadable does nothing); the caller then
+  /// calls `page.load()` on the retired page load: a request for the stale cursor runs during the
+  /// refresh, its page is dropped, and the caller returns before the fresh first page landed.
+  @Test func aPageLoadSupersededBeforeItStartsDoesNotRunAndItsCallerWaitsForTheRefresh() async throws {
+    let control = ControlledLoad<Page<Int, String>>()
+    let control3 = ControlledLoad<Page<Int, String>>()
+    let armed = Recorder<Bool>()
+    let requests = Recorder<Int?>()
+    let paged = PagedLoadable<Int, String>(name: "paged", maximumPages: 2) { cursor in
+      requests.append(cursor)
+      if cursor == 3 { return try await control3.operation() }
+      if cursor == 2, armed.count > 0 { return page(2, next: 3, tag: "stale") }
+      return try await control.operation()
+    }
+    paged.sync()
+    try await control.waitForStart(1)
+    control.resolve(page(0, next: 1))
+    await eventually { paged.loadStatus == .loaded }
+    let second = Task { try await paged.loadNextPage() }
+    try await control.waitForStart(2)
+    control.resolve(page(1, next: 2))
+    try await second.outcome
+    let third = Task { try await paged.loadNextPage() }
+    try await control.waitForStart(3)
+    control.resolve(page(2, next: 3))
+    try await third.outcome
+    #expect(paged.items == items(1...2) && paged.hasPreviousPage)
+
+    // Page 3 loads (in its slot) while the previous page comes back and drops page 2.
+    let fourth = Task { try await paged.loadNextPage() }
+    try await control3.waitForStart(1)
+    let previous = Task { try await paged.loadPreviousPage() }
+    try await control.waitForStart(4)
+    control.resolve(page(0, next: 1))
+    try await previous.outcome
+    #expect(paged.items == items(0...1))
+    #expect(paged.nextPageStatus == .loading, "page 3's load is still in the slot")
+
+    // A refresh starts just after `pageLoad` made the load for cursor 2.
+    let refreshed = Recorder<Bool>()
+    let observation = paged.observePages { snapshot in
+      guard armed.count > 0, refreshed.count == 0, snapshot.nextPageStatus == .notLoaded else { return }
+      refreshed.append(true)
+      paged.sync()
+    }
+    armed.append(true)
+    // The caller records the first page's status when it returns: loaded, when it waited for the
+    // fresh first page; loading, when it returned while the refresh ran.
+    let statusAtReturn = Recorder<LoadStatus>()
+    let caller = Task {
+      try await paged.loadNextPage()
+      statusAtReturn.append(paged.loadStatus)
+    }
+    try await control.waitForStart(5)  // the refresh's first page
+    #expect(refreshed.count == 1, "the refresh started")
+    control.resolve(page(0, next: 1, tag: "'"))
+    try await caller.outcome
+    #expect(statusAtReturn.values == [.loaded], "the caller waited for the fresh first page: \(statusAtReturn.values)")
+    #expect(!requests.values.dropFirst(4).contains(2), "no request for the stale page during the refresh: \(requests.values)")
+    #expect(paged.items == ["0'.a", "0'.b"])
+    _ = await fourth.result
+    observation.cancel()
+  }
 }

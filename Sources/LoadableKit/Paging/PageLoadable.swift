@@ -52,6 +52,9 @@ final class PageLoadable<Cursor: Hashable & Sendable, Item: Sendable>: AsyncLoad
   }
 
   override func performLoad() async throws -> Page<Cursor, Item> {
+    // Retired before its attempt started (a refresh superseded it, or it was cancelled, between
+    // a caller taking it from its slot and loading it): no request for a page nobody will add.
+    if retirement != .none { throw CancellationError() }
     let page = try await fetch(cursor)
     if direction == .next, let cursor, let next = page.nextCursor, next == cursor || seenCursors.contains(next) {
       throw LoadableError(code: .repeatedCursor, message: "the source returned the next cursor \(next) a second time")

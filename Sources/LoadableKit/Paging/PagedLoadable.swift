@@ -215,6 +215,10 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
     let page = pageLoad(toward: direction, cursor: cursor, content: content)
     do {
       if retry { try await page.retryLoad() } else { try await page.load() }
+      // Joined after the page's attempt ended but before it landed (its lander on another
+      // thread), the caller lands it: it returns with the page in the pages, as the attempt's
+      // own callers do.
+      if let landed = page.loadedContent() { pageLanded(landed, from: page) }
     } catch {
       // A refresh took the page's place: its callers wait for the fresh first page.
       guard page.retirement == .superseded else { throw error }
@@ -293,15 +297,13 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
 
   /// `load`'s page landed: it joins the pages held, unless its load left the slot (cancelled or
   /// superseded) or the pages changed under it (a fresh first page, or the far end it borders
-  /// dropped), and the slot is emptied for the page after it.
+  /// dropped), and then the slot is emptied for the page after it — in that order, so that a
+  /// caller who finds the slot without it finds the page in the pages. Called by the attempt's
+  /// end and by a caller who joined it after that end (``loadPage(toward:retry:)``): the second
+  /// to come adds nothing (the page no longer borders the pages held).
   func pageLanded(_ page: Page<Cursor, Item>, from load: PageLoadable<Cursor, Item>) {
     let direction = load.direction
-    let taken = slots.withLock(owner: self) { slots -> PageLoadable<Cursor, Item>? in
-      guard slots[direction] === load else { return nil }
-      slots[direction] = nil
-      return load
-    }
-    guard taken != nil else { return }
+    guard slots.withLock(owner: self, { $0[direction] === load }) else { return }
     let maximumPages = maximumPages
     let effects = withState { state -> LoadStateMachine.Effects in
       guard var content = state.content(as: PagedContent<Cursor, Item>.self), content.generation == load.generation,
@@ -311,7 +313,12 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
       return state.update(.success(ContentBox(content))).effects
     }
     perform(consume effects)
-    pageStatusDidChange(direction)
+    let emptied = slots.withLock(owner: self) { slots -> Bool in
+      guard slots[direction] === load else { return false }
+      slots[direction] = nil
+      return true
+    }
+    if emptied { pageStatusDidChange(direction) }
   }
 
   /// The page loads under way or failed, under the dependencies in the dependency tree (marked
@@ -336,6 +343,7 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
 
   func pageState(toward direction: PageDirection) -> (status: LoadStatus, error: (any Error)?) {
     guard let page = slots.withLock(owner: self, { $0[direction] }) else { return (.notLoaded, nil) }
-    return page.withState { ($0.status, $0.status == .failed ? $0.error : nil) }
+    // A page load that loaded is still landing until it leaves the slot: loading, never loaded.
+    return page.withState { ($0.status == .loaded ? .loading : $0.status, $0.status == .failed ? $0.error : nil) }
   }
 }
