@@ -619,4 +619,89 @@ struct PagedLoadableTests {
     _ = await fourth.result
     observation.cancel()
   }
+
+  /// LoadingPages.md, Refreshing: "When it starts, the page loads under way are superseded: ...
+  /// their callers wait for the fresh first page instead (they do not fail)". With 01f7988 a page
+  /// load that loaded reads `loading` until it lands; a refresh that starts in that window (here
+  /// from a page observer, on the landing thread) supersedes it, and its caller waits for the
+  /// fresh first page. Found by a second review (helper 35): the caller returned at once, while
+  /// the refresh ran, without the page and without the fresh first page.
+  @Test func aRefreshWhileTheNextPageReadsLoadingMakesItsCallerWaitForTheFreshFirstPage() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let executor = ManualTaskExecutor()
+    let atReturn = Recorder<String>()
+    _ = executor.spawn {
+      do {
+        try await paged.loadNextPage()
+        atReturn.append("returned status:\(paged.loadStatus) items:\(paged.items.count)")
+      } catch {
+        atReturn.append("threw \(error)")
+      }
+    }
+    _ = executor.runInOrder()
+    try await source.control.waitForStart(2)
+    let seenInWindow = Recorder<LoadStatus>()
+    let observation = paged.observePages { snapshot in
+      guard paged.pageLoadable(toward: .next)?.loadStatus == .loaded, seenInWindow.count == 0 else { return }
+      seenInWindow.append(snapshot.nextPageStatus)
+      paged.sync()  // pull to refresh while the next page reads `loading`
+    }
+    #expect(source.control.resolve(page(1, next: 2)))
+    _ = executor.runInOrder()
+    await eventually { atReturn.count == 1 || source.control.startCount == 3 }
+    #expect(seenInWindow.values == [.loading], "the refresh started while nextPageStatus read loading")
+    try await source.control.waitForStart(3)  // the refresh's first page
+    _ = executor.runInOrder()
+    let beforeRefreshLanded = atReturn.values
+    #expect(source.control.resolve(page(0, next: 1, tag: "'")))
+    _ = executor.runInOrder()
+    await eventually { paged.loadStatus == .loaded }
+    _ = executor.runInOrder()
+    await eventually { atReturn.count == 1 }
+    #expect(
+      beforeRefreshLanded.isEmpty && atReturn.values == ["returned status:loaded items:2"],
+      "the caller waits for the fresh first page; it returned: \(beforeRefreshLanded) then \(atReturn.values)")
+    observation.cancel()
+  }
+
+  /// `cancelNextPage()`: "Cancels the next page's request, if one runs"; `nextPageStatus`:
+  /// "loading while one runs". In the window where the status reads `loading` (a page load that
+  /// loaded and has not landed), a cancel drops it: the status reads `notLoaded`, the page is not
+  /// added, and its caller gets `CancellationError`. Found by a second review (helper 35): the
+  /// cancel did nothing, and the page was added.
+  @Test func aCancelWhileTheNextPageReadsLoadingCancelsIt() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage()
+    let executor = ManualTaskExecutor()
+    let outcome = Recorder<String>()
+    _ = executor.spawn {
+      do {
+        try await paged.loadNextPage()
+        outcome.append("returned items:\(paged.items.count)")
+      } catch {
+        outcome.append("threw \(type(of: error))")
+      }
+    }
+    _ = executor.runInOrder()
+    try await source.control.waitForStart(2)
+    let window = Recorder<String>()
+    let observation = paged.observePages { snapshot in
+      guard paged.pageLoadable(toward: .next)?.loadStatus == .loaded, window.count == 0 else { return }
+      window.append("before cancel: \(snapshot.nextPageStatus)")
+      paged.cancelNextPage()
+      window.append("after cancel: \(paged.nextPageStatus)")
+    }
+    #expect(source.control.resolve(page(1, next: 2)))
+    await eventually { executor.pendingJobCount > 0 || outcome.count == 1 }
+    _ = executor.runInOrder()
+    await eventually { outcome.count == 1 }
+    #expect(window.values.first == "before cancel: loading")
+    #expect(
+      window.values.last != "after cancel: loading",
+      "a cancel of a page that reads loading left it loading: \(window.values); caller: \(outcome.values), items \(paged.items.count)")
+    #expect(outcome.values == ["threw CancellationError"])
+    #expect(paged.items == items(0...0))
+    observation.cancel()
+  }
 }

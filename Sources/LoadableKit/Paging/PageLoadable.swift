@@ -45,9 +45,15 @@ final class PageLoadable<Cursor: Hashable & Sendable, Item: Sendable>: AsyncLoad
 
   var retirement: Retirement { Retirement(rawValue: retirementCode.load(ordering: .acquiring)) ?? .none }
 
-  /// Marks the page retired for `reason` and cancels its attempt, if one runs.
-  func retire(_ reason: Retirement) {
+  /// Marks the page retired for `reason`: called under the slots' lock, in the step that takes it
+  /// out of its slot, so that whoever finds it gone from its slot finds it retired
+  /// (``PagedLoadable/loadPage(toward:retry:)``). Then ``retire()``, after the lock.
+  func markRetired(_ reason: Retirement) {
     retirementCode.store(reason.rawValue, ordering: .releasing)
+  }
+
+  /// Cancels the retired page's attempt, if one runs.
+  func retire() {
     cancelLoad()
   }
 

@@ -223,6 +223,15 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
       // A refresh took the page's place: its callers wait for the fresh first page.
       guard page.retirement == .superseded else { throw error }
       if retry { try await retryLoad() } else { try await load() }
+      return
+    }
+    // It left its slot retired before it landed (a page load is marked retired in the step that
+    // takes it out): a refresh's callers wait for the fresh first page, a cancel's get
+    // `CancellationError`, as when it was retired while it loaded.
+    switch page.retirement {
+    case .none: return
+    case .cancelled: throw CancellationError()
+    case .superseded: if retry { try await retryLoad() } else { try await load() }
     }
   }
 
@@ -250,24 +259,29 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
     let (page, replaced) = slots.withLock(owner: self) { slots -> (PageLoadable<Cursor, Item>, PageLoadable<Cursor, Item>?) in
       if isFor(slots[direction]), let current = slots[direction] { return (current, nil) }  // another caller was first
       defer { slots[direction] = fresh }
+      slots[direction]?.markRetired(.superseded)
       return (fresh, slots[direction])
     }
     if let replaced {
-      replaced.retire(.superseded)
+      replaced.retire()
       pageStatusDidChange(direction)
     }
     return page
   }
 
   private func cancelPage(toward direction: PageDirection) {
-    guard let page = slots.withLock(owner: self, { $0[direction] }), page.withState({ $0.status }) == .loading else { return }
+    // A page load that loaded and has not landed reads loading (``pageState(toward:)``): a cancel
+    // drops it too, and its result with it.
+    guard let page = slots.withLock(owner: self, { $0[direction] }), [.loading, .loaded].contains(page.withState({ $0.status }))
+    else { return }
     let removed = slots.withLock(owner: self) { slots -> PageLoadable<Cursor, Item>? in
       guard slots[direction] === page else { return nil }
       slots[direction] = nil
+      page.markRetired(.cancelled)
       return page
     }
     guard let removed else { return }
-    removed.retire(.cancelled)
+    removed.retire()
     pageStatusDidChange(direction)
   }
 
@@ -275,14 +289,16 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
   private func supersedePageLoads() {
     let (next, previous) = slots.withLock(owner: self) { slots in
       defer { slots = Slots() }
+      slots.next?.markRetired(.superseded)
+      slots.previous?.markRetired(.superseded)
       return (slots.next, slots.previous)
     }
     if let next {
-      next.retire(.superseded)
+      next.retire()
       pageStatusDidChange(.next)
     }
     if let previous {
-      previous.retire(.superseded)
+      previous.retire()
       pageStatusDidChange(.previous)
     }
   }
