@@ -49,6 +49,37 @@ func items(_ numbers: ClosedRange<Int>) -> [String] {
   numbers.flatMap { ["\($0).a", "\($0).b"] }
 }
 
+extension PagedSource {
+  /// A caller of `paged.loadNextPage()` on `executor`, started until its request (the source's
+  /// second) waits: how it ended is recorded, "returned status:… items:…" or "threw <type>".
+  func nextPageCaller(of paged: PagedLoadable<Int, String>, on executor: ManualTaskExecutor) async throws -> Recorder<String> {
+    let outcome = Recorder<String>()
+    _ = executor.spawn {
+      do {
+        try await paged.loadNextPage()
+        outcome.append("returned status:\(paged.loadStatus) items:\(paged.items.count)")
+      } catch {
+        outcome.append("threw \(type(of: error))")
+      }
+    }
+    _ = executor.runInOrder()
+    try await control.waitForStart(2)
+    return outcome
+  }
+
+  /// Calls `body` once, from a page observer, in the moment a next page load has loaded and its
+  /// page is not added yet (its status handlers run first): where `nextPageStatus` reads loading.
+  func onceTheNextPageLandsLater(
+    _ paged: PagedLoadable<Int, String>, _ body: @escaping @Sendable (PagedSnapshot<Int, String>) -> Void
+  ) -> LoadObservation {
+    let once = Atomic<Bool>(false)
+    return paged.observePages { snapshot in
+      guard paged.pageLoadable(toward: .next)?.loadStatus == .loaded, !once.exchange(true, ordering: .relaxed) else { return }
+      body(snapshot)
+    }
+  }
+}
+
 @Suite("PagedLoadable", .timeLimit(.minutes(1)))
 struct PagedLoadableTests {
   @Test func nextPageCallersShareOneRequest() async throws {
@@ -630,20 +661,9 @@ struct PagedLoadableTests {
     let source = PagedSource()
     let paged = try await source.loadedFirstPage()
     let executor = ManualTaskExecutor()
-    let atReturn = Recorder<String>()
-    _ = executor.spawn {
-      do {
-        try await paged.loadNextPage()
-        atReturn.append("returned status:\(paged.loadStatus) items:\(paged.items.count)")
-      } catch {
-        atReturn.append("threw \(error)")
-      }
-    }
-    _ = executor.runInOrder()
-    try await source.control.waitForStart(2)
+    let atReturn = try await source.nextPageCaller(of: paged, on: executor)
     let seenInWindow = Recorder<LoadStatus>()
-    let observation = paged.observePages { snapshot in
-      guard paged.pageLoadable(toward: .next)?.loadStatus == .loaded, seenInWindow.count == 0 else { return }
+    let observation = source.onceTheNextPageLandsLater(paged) { snapshot in
       seenInWindow.append(snapshot.nextPageStatus)
       paged.sync()  // pull to refresh while the next page reads `loading`
     }
@@ -674,20 +694,9 @@ struct PagedLoadableTests {
     let source = PagedSource()
     let paged = try await source.loadedFirstPage()
     let executor = ManualTaskExecutor()
-    let outcome = Recorder<String>()
-    _ = executor.spawn {
-      do {
-        try await paged.loadNextPage()
-        outcome.append("returned items:\(paged.items.count)")
-      } catch {
-        outcome.append("threw \(type(of: error))")
-      }
-    }
-    _ = executor.runInOrder()
-    try await source.control.waitForStart(2)
+    let outcome = try await source.nextPageCaller(of: paged, on: executor)
     let window = Recorder<String>()
-    let observation = paged.observePages { snapshot in
-      guard paged.pageLoadable(toward: .next)?.loadStatus == .loaded, window.count == 0 else { return }
+    let observation = source.onceTheNextPageLandsLater(paged) { snapshot in
       window.append("before cancel: \(snapshot.nextPageStatus)")
       paged.cancelNextPage()
       window.append("after cancel: \(paged.nextPageStatus)")
