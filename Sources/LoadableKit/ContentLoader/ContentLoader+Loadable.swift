@@ -338,7 +338,7 @@ extension ContentLoader {
     /// The key's ticket with the loader's limit (``LoadLimiter``): its own, or the one of an
     /// evicted entry of the key whose abandoned work still holds the key's slot, taken under the
     /// loader's lock before this entry was claimed or handed out
-    /// (``ContentLoaderState/takeEvictedSlot(for:)``), and fixed from then on.
+    /// (``ContentLoaderState/takeEvictedSlot(for:_:)``), and fixed from then on.
     @exclusivity(unchecked) var slotTicket = nextUniqueID()
     // The idle list (least recently used first), with `isIdleLinked` and `isIdleEmpty` below.
     @exclusivity(unchecked) var idleSince: Duration = .zero

@@ -197,7 +197,7 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// The tickets of evicted entries whose abandoned work held the key's slot of the limit when
   /// they were evicted: a new entry for the key takes its ticket, so that its load runs on that
   /// slot instead of waiting behind the key's own abandoned work (SPEC §5). At most twice the
-  /// limit: those no longer held are dropped past that (``rememberEvictedSlot(of:)``).
+  /// limit: those no longer held are dropped past that (``rememberEvictedSlot(of:_:)``).
   @usableFromInline var evictedSlots: [Key: UInt64] = [:]
   var idle = IdleList()
   var idleEmpty = IdleList()
