@@ -108,8 +108,9 @@ extension PagedLoadable {
       if !handlers.isEmpty {
         let snapshot = pagedSnapshot
         for (id, handler) in handlers {
-          // An observation cancelled by a handler called before it in this pass (or on another
-          // thread) is not called after its `cancel()` returned.
+          // An observation cancelled since the pass began (by a handler called before it, say) is
+          // not called. (A cancel on another thread between this check and the call does not
+          // stop that call, as with the engine's observers.)
           guard observers.withLock(owner: self, { $0.handlers[id] != nil }) else { continue }
           handler(snapshot)
         }
