@@ -479,7 +479,7 @@ struct PagedLoadableTests {
   @Test func aDeallocatedPagedLoadableEndsItsPageUpdates() async {
     var paged: PagedLoadable<Int, String>? = PagedLoadable { _ in Page(items: [], nextCursor: nil) }
     let stream = paged!.pageUpdates
-    weak var released = paged
+    weak let released = paged
     paged = nil
     #expect(released == nil, "the paged loadable is deallocated")
     let ended = Recorder<Int>()
