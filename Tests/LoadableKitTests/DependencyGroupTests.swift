@@ -247,4 +247,19 @@ struct InlineFirstArrayTests {
       }
     }
   }
+
+  /// `update(_:)` sets every element, the first and the others, to the value for its index, in
+  /// order, and keeps the count (a view's derivation versions are written through it).
+  @Test func updateSetsEachElementByItsIndex() {
+    for count in 0...4 {
+      var list = InlineFirstArray(0..<count)
+      var asked: [Int] = []
+      list.update { index in
+        asked.append(index)
+        return 10 * index + 1
+      }
+      #expect(Array(list) == (0..<count).map { 10 * $0 + 1 }, "\(count) elements")
+      #expect(asked == Array(0..<count))
+    }
+  }
 }

@@ -91,14 +91,8 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   /// made per load).
   final func recordDerivation(from deliveries: DependencyGroup.Deliveries) {
     _ = derivedFrom.withLock(owner: self) { derivedFrom -> (any DependencyNode)? in
-      if derivedFrom.sources.count == deliveries.count, !deliveries.isEmpty {
-        // The first apart: a loop over all of them made the array of the others unique before it
-        // began, and the empty array is shared, never unique: a call to copy it (~80 instructions
-        // of a `map` node's load) each time.
-        derivedFrom.sources[0] = deliveries[0].version
-        if deliveries.count > 1 {
-          for index in 1..<deliveries.count { derivedFrom.sources[index] = deliveries[index].version }
-        }
+      if derivedFrom.sources.count == deliveries.count {
+        derivedFrom.sources.update { deliveries[$0].version }
       } else {
         derivedFrom.sources = InlineFirstArray(deliveries.lazy.map(\.version))
       }
@@ -158,7 +152,7 @@ class DerivedLoadable<Content: Sendable>: AsyncLoadable<Content>, @unchecked Sen
   /// Forgets which source versions the content was derived from (none is newer than 0).
   final func forgetDerivation() {
     derivedFrom.withLock(owner: self) { derivedFrom in
-      for index in derivedFrom.sources.indices { derivedFrom.sources[index] = 0 }
+      derivedFrom.sources.update { _ in 0 }
     }
   }
 
