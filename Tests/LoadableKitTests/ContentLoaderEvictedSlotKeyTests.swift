@@ -23,7 +23,7 @@ struct ContentLoaderEvictedSlotKeyTests {
 }
 
 enum EvictedSlotKeyScenario {
-  typealias Keyed = ContentLoader<CallsBackValue, String, Int>
+  typealias Keyed = ContentLoader<CallsBack, String, Int>
 
   static func run(_ path: String) async {
     do {
@@ -45,8 +45,8 @@ enum EvictedSlotKeyScenario {
       idleTimeout: nil, maximumIdleCount: 0, maximumConcurrentLoads: 1, taskExecutor: executor,
       load: { _ in try await control.operation() })
     loaders.set(loader)
-    let makeKey: @Sendable (Int) -> CallsBackValue = { id in
-      CallsBackValue(id) { [loaders] in
+    let makeKey: @Sendable (Int) -> CallsBack = { id in
+      CallsBack(id) { [loaders] in
         _ = loaders.object?.count  // takes the loader's lock
         released.increment()
       }
@@ -68,7 +68,7 @@ enum EvictedSlotKeyScenario {
         claim.end()  // cancelled, idle and evicted at once: its work ignores the cancel and holds the slot
         executor.runInOrder()
       }
-      guard loader.withState({ $0.evictedSlots[CallsBackValue(id) {}] }) != nil else {
+      guard loader.withState({ $0.evictedSlots[CallsBack(id) {}] }) != nil else {
         print("key \(id): no ticket remembered")
         exit(5)
       }

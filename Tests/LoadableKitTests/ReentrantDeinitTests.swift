@@ -4,9 +4,10 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A user value whose `deinit` calls back into the loadable that held it. Released under the
-/// loadable's lock, it would trap with "Recursive call to lock Mutex".
-final class CallsBack: Error, @unchecked Sendable {
+/// A user value — content, an error, a key or a version (its tag orders and identifies it) — whose
+/// `deinit` calls back into the loadable or loader that held it. Released under their lock, it
+/// would trap with "Recursive call to lock Mutex".
+final class CallsBack: Error, Hashable, Comparable, @unchecked Sendable {
   let tag: Int
   let onDeinit: @Sendable () -> Void
   init(_ tag: Int, onDeinit: @escaping @Sendable () -> Void) {
@@ -14,6 +15,9 @@ final class CallsBack: Error, @unchecked Sendable {
     self.onDeinit = onDeinit
   }
   deinit { onDeinit() }
+  static func < (lhs: CallsBack, rhs: CallsBack) -> Bool { lhs.tag < rhs.tag }
+  static func == (lhs: CallsBack, rhs: CallsBack) -> Bool { lhs.tag == rhs.tag }
+  func hash(into hasher: inout Hasher) { hasher.combine(tag) }
 }
 
 /// A weak reference a `deinit` can read from any thread.
@@ -309,12 +313,12 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
       written.end()
       loaded.end()
     case .aKeysVersionsAreReplaced:
-      typealias Rows = ContentLoader<Int, Int, CallsBackValue>
+      typealias Rows = ContentLoader<Int, Int, CallsBack>
       let loaders = WeakHolder<Rows>()
       let released = Counter()
       // Its deinit reads the loader and the key's loadable, which take their locks.
-      let version: @Sendable (Int) -> CallsBackValue = { number in
-        CallsBackValue(number) { [loaders] in
+      let version: @Sendable (Int) -> CallsBack = { number in
+        CallsBack(number) { [loaders] in
           _ = loaders.object?.snapshot(for: 1)
           _ = loaders.object?.loadable(for: 1).loadStatus
           released.increment()
@@ -337,18 +341,4 @@ enum EngineReleasePath: String, Codable, Sendable, CaseIterable {
       await expect("the versions a removal dropped were not released") { released.count == 4 }
     }
   }
-}
-
-/// A key or a version whose `deinit` is user code that calls back into the loader holding it.
-final class CallsBackValue: Hashable, Comparable, Sendable {
-  let number: Int
-  let onDeinit: @Sendable () -> Void
-  init(_ number: Int, onDeinit: @escaping @Sendable () -> Void) {
-    self.number = number
-    self.onDeinit = onDeinit
-  }
-  deinit { onDeinit() }
-  static func < (lhs: CallsBackValue, rhs: CallsBackValue) -> Bool { lhs.number < rhs.number }
-  static func == (lhs: CallsBackValue, rhs: CallsBackValue) -> Bool { lhs.number == rhs.number }
-  func hash(into hasher: inout Hasher) { hasher.combine(number) }
 }
