@@ -473,6 +473,48 @@ struct PagedLoadableTests {
     #expect(source.requests.values == [nil, 1, nil, 2, nil])
   }
 
+  /// A failed page load sticks for its cursor only while that cursor is the one to load: when a
+  /// page landing at the other end drops the page it borders (the bound), the failure is of a page
+  /// no longer next (or previous) and is forgotten, as a landed page's slot is — the status reads
+  /// `notLoaded`, and the next call loads the new cursor. It read `failed` until that call, which
+  /// then made a request all the same (found by the review of the paged loadable, helper 34).
+  @Test(arguments: [PageDirection.next, .previous])
+  func aFailedPageLoadIsForgottenWhenTheBoundDropsThePageItBorders(_ failing: PageDirection) async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage(maximumPages: 2)
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    try await source.loadNext(paged, resolving: 2, next: 3)
+    #expect(paged.items == items(1...2) && paged.hasPreviousPage)
+
+    // The page toward `failing` fails: page 3 after the last, or page 0 before the first.
+    let failed = Task { try await failing == .next ? paged.loadNextPage() : paged.loadPreviousPage() }
+    try await source.control.waitForStart(4)
+    source.control.fail(Boom(code: 7))
+    await #expect(throws: Boom(code: 7)) { try await failed.outcome }
+    #expect(paged.pageState(toward: failing).status == .failed)
+
+    // The other end lands and the bound drops the page the failed load bordered.
+    if failing == .next {
+      let previous = Task { try await paged.loadPreviousPage() }
+      try await source.control.waitForStart(5)
+      source.control.resolve(page(0, next: 1))
+      try await previous.outcome
+      #expect(paged.items == items(0...1))
+    } else {
+      try await source.loadNext(paged, resolving: 3, next: 4)
+      #expect(paged.items == items(2...3))
+    }
+    let state = paged.pageState(toward: failing)
+    #expect(state.status == .notLoaded && state.error == nil, "a failure of a page no longer \(failing): \(state)")
+
+    // The next call loads the page that borders the pages held now.
+    let again = Task { try await failing == .next ? paged.loadNextPage() : paged.loadPreviousPage() }
+    try await source.control.waitForStart(6)
+    source.control.resolve(failing == .next ? page(2, next: 3) : page(1, next: 2))
+    try await again.outcome
+    #expect(source.requests.values == (failing == .next ? [nil, 1, 2, 3, nil, 2] : [nil, 1, 2, nil, 3, 1]))
+  }
+
   /// `pageUpdates` "ends when the loadable is deallocated" (its documentation), as
   /// `loadStatusUpdates` does (`AsyncLoadableTests.aDeallocatedLoadableEndsItsStreams`). Found by
   /// a review (helper 34): nothing finished the stream, and a reader waited for ever.

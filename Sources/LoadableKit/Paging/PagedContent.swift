@@ -109,4 +109,7 @@ public struct PagedContent<Cursor: Hashable & Sendable, Item: Sendable>: Sendabl
 /// Which end of the pages held a page load extends.
 enum PageDirection: Sendable {
   case next, previous
+
+  /// The other end of the pages held.
+  var opposite: PageDirection { self == .next ? .previous : .next }
 }

@@ -321,12 +321,14 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
     let direction = load.direction
     guard slots.withLock(owner: self, { $0[direction] === load }) else { return }
     let maximumPages = maximumPages
-    let effects = withState { state -> LoadStateMachine.Effects in
-      guard var content = state.content(as: PagedContent<Cursor, Item>.self), content.generation == load.generation,
-        content.insert(page, loadedWith: load.cursor, toward: direction, maximumPages: maximumPages)
-      else { return LoadStateMachine.Effects() }
+    let (effects, droppedFarEnd) = withState { state -> (LoadStateMachine.Effects, Bool) in
+      guard var content = state.content(as: PagedContent<Cursor, Item>.self), content.generation == load.generation
+      else { return (LoadStateMachine.Effects(), false) }
+      let held = content.pages.count
+      guard content.insert(page, loadedWith: load.cursor, toward: direction, maximumPages: maximumPages)
+      else { return (LoadStateMachine.Effects(), false) }
       // The old pages are released with the effects, after the lock: an item's `deinit` is user code.
-      return state.update(.success(ContentBox(content))).effects
+      return (state.update(.success(ContentBox(content))).effects, content.pages.count == held)
     }
     perform(consume effects)
     let emptied = slots.withLock(owner: self) { slots -> Bool in
@@ -335,6 +337,23 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
       return true
     }
     if emptied { pageStatusDidChange(direction) }
+    if droppedFarEnd { forgetFailedPageLoad(toward: direction.opposite) }
+  }
+
+  /// The bound dropped the page at the far end: a failed page load there was for the page beyond
+  /// it, no longer next (or previous). It is forgotten, as a landed page's load is, so that its
+  /// failure does not stick for a cursor nothing loads with any more (the next call loads the
+  /// page that borders the pages held now). One still loading stays: its page is dropped when it
+  /// lands, and its callers return.
+  private func forgetFailedPageLoad(toward direction: PageDirection) {
+    guard let failed = slots.withLock(owner: self, { $0[direction] }), failed.withState({ $0.status }) == .failed
+    else { return }
+    let forgotten = slots.withLock(owner: self) { slots -> Bool in
+      guard slots[direction] === failed else { return false }
+      slots[direction] = nil
+      return true
+    }
+    if forgotten { pageStatusDidChange(direction) }
   }
 
   /// The page loads under way or failed, under the dependencies in the dependency tree (marked
