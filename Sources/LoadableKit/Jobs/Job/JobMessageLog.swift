@@ -8,7 +8,8 @@ struct JobMessageLog: Sendable {
   private var start = 0
   /// The most messages kept; never negative.
   let limit: Int
-  /// How many messages were dropped since the job was created (including before a restore).
+  /// How many messages were dropped since the job was created (including before a restore). It
+  /// stops at `Int.max`: a restored record may hold any count.
   private(set) var droppedCount: Int
 
   init(limit: Int, messages: [JobMessage] = [], droppedCount: Int = 0) {
@@ -16,7 +17,12 @@ struct JobMessageLog: Sendable {
     self.droppedCount = max(droppedCount, 0)
     let excess = max(messages.count - self.limit, 0)
     self.storage = Array(messages.dropFirst(excess))
-    self.droppedCount += excess
+    self.droppedCount = Self.adding(excess, to: self.droppedCount)
+  }
+
+  private static func adding(_ count: Int, to dropped: Int) -> Int {
+    let (sum, overflow) = dropped.addingReportingOverflow(count)
+    return overflow ? .max : sum
   }
 
   /// The messages kept, oldest first.
@@ -29,13 +35,13 @@ struct JobMessageLog: Sendable {
   /// Appends `message`, dropping the oldest message when the log is full.
   mutating func append(_ message: JobMessage) {
     guard limit > 0 else {
-      droppedCount += 1
+      droppedCount = Self.adding(1, to: droppedCount)
       return
     }
     storage.append(message)
     guard storage.count - start > limit else { return }
     start += 1
-    droppedCount += 1
+    droppedCount = Self.adding(1, to: droppedCount)
     if start >= max(limit, 16) {
       storage.removeFirst(start)
       start = 0

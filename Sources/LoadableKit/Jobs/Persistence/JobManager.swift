@@ -49,6 +49,9 @@ public final class JobManager: @unchecked Sendable {
     var entries: [Entry] = []
     /// The place the next job added gets: one more than every place held so far.
     var nextSequence = 0
+    /// The ids of the records left in place at the restore (``restoreProblems`` not set aside):
+    /// no job is added under them, which would overwrite them.
+    var idsLeftInPlace: Set<String> = []
     var eventContinuations: [UInt64: AsyncStream<JobManagerEvent>.Continuation] = [:]
   }
 
@@ -81,6 +84,9 @@ public final class JobManager: @unchecked Sendable {
     var writing = RunAgainFlag()
     var isFlushScheduled = false
     var isRemoved = false
+    /// How the record's deletion went (`.some(nil)`: deleted), once a pass made it. The store is not
+    /// asked again: by then the id may name the record of a job added since under it.
+    var deletion: (any Error)??
     /// Callers of ``JobManager/remove(id:)`` waiting until the record is deleted — by the write
     /// in progress on another thread when they came — with the deletion's error, if any.
     var removalWaiters = WaiterStore<UnsafeContinuation<(any Error)?, Never>>()
@@ -134,11 +140,17 @@ public final class JobManager: @unchecked Sendable {
       case (nil, nil): a.offset < b.offset
       }
     }.map(\.element)
-    var next = (ordered.compactMap(\.sequence).max() ?? -1) + 1
+    // Only the order counts: places beyond what adding jobs ever reaches (a record another app
+    // wrote) are numbered again, in order, and stored again with them, so that the next place
+    // never overflows.
+    let highest = ordered.compactMap(\.sequence).max()
+    let renumbered = (highest ?? 0) > Int.max / 2
+    var next = renumbered ? 0 : (highest ?? -1) + 1
     var restored: [Entry] = []
     var unplaced: [Entry] = []
-    for (id, job, sequence) in ordered {
+    for (id, job, stored) in ordered {
       _ = job.claimManagedID(id)  // a job restored here: no other manager holds it
+      let sequence = renumbered ? nil : stored
       let entry = Entry(id: id, job: job, sequence: sequence ?? next)
       if sequence == nil {
         next += 1
@@ -146,9 +158,11 @@ public final class JobManager: @unchecked Sendable {
       }
       restored.append(entry)
     }
+    let leftInPlace = Set(problems.lazy.filter { !$0.wasSetAside }.map(\.id))
     state.withLock(owner: self) { [next] state in
       state.entries = restored
       state.nextSequence = next
+      state.idsLeftInPlace = leftInPlace
     }
     for entry in restored { adopt(entry) }
     for entry in unplaced { save(entry) }
@@ -223,7 +237,8 @@ public final class JobManager: @unchecked Sendable {
   ///     ``DirectoryJobStore``: not empty, no `/`, not starting with `.`).
   /// - Returns: The job with its identifier in the manager.
   /// - Throws: ``JobError`` with ``JobError/Code/duplicateID`` when the manager holds a job with
-  ///   that identifier, ``JobError/Code/unknownKind`` when its kind is not registered,
+  ///   that identifier or left a record with it in place (one of ``restoreProblems`` not set
+  ///   aside), ``JobError/Code/unknownKind`` when its kind is not registered,
   ///   ``JobError/Code/unknownJob`` when a manager already holds the job or it is not a ``Job``,
   ///   or the store's error when the first save fails (``JobError/Code/storeFailed`` for an
   ///   identifier the store cannot name). The job is not added then.
@@ -238,16 +253,27 @@ public final class JobManager: @unchecked Sendable {
     guard job.claimManagedID(id) else {
       throw JobError(code: .unknownJob, message: "a job manager already holds this job (as \"\(job.managedID ?? "")\")")
     }
-    let entry = state.withLock(owner: self) { state -> Entry? in
-      guard !state.entries.contains(where: { $0.id == id }) else { return nil }
+    let added = state.withLock(owner: self) { state -> Result<Entry, JobError> in
+      guard !state.entries.contains(where: { $0.id == id }) else {
+        return .failure(JobError(code: .duplicateID, message: "the manager already holds a job \"\(id)\""))
+      }
+      guard !state.idsLeftInPlace.contains(id) else {
+        return .failure(
+          JobError(
+            code: .duplicateID,
+            message: "the record \"\(id)\", which the manager could not restore, is left in place (restoreProblems)"))
+      }
       let entry = Entry(id: id, job: job, sequence: state.nextSequence)
       state.nextSequence += 1
       state.entries.append(entry)
-      return entry
+      return .success(entry)
     }
-    guard let entry else {
+    let entry: Entry
+    switch added {
+    case .success(let added): entry = added
+    case .failure(let error):
       _ = job.claimManagedID(nil)
-      throw JobError(code: .duplicateID, message: "the manager already holds a job \"\(id)\"")
+      throw error
     }
     // Watch first, then save: a checkpoint the work saves meanwhile is in this save or the next,
     // and its pause points wait for it either way.
@@ -481,22 +507,27 @@ public final class JobManager: @unchecked Sendable {
   private func runWrites(_ entry: Entry) -> (any Error)? {
     var failure: (any Error)?
     while true {
-      let removed = entry.writer.withLock(owner: entry) { $0.isRemoved }
-      do {
-        if removed {
-          try store.remove(id: entry.id)
-        } else {
-          let (data, generation) = entry.job.persistentForm(addedSequence: entry.sequence)
-          defer { entry.job.markDurable(generation) }  // a failed save must not hold the work forever
-          try store.save(try data.get(), id: entry.id)
+      let (removed, deletion) = entry.writer.withLock(owner: entry) { ($0.isRemoved, $0.deletion) }
+      if let deletion {
+        failure = deletion  // deleted once: a save scheduled before the removal, or another remover
+      } else {
+        do {
+          if removed {
+            try store.remove(id: entry.id)
+          } else {
+            let (data, generation) = entry.job.persistentForm(addedSequence: entry.sequence)
+            defer { entry.job.markDurable(generation) }  // a failed save must not hold the work forever
+            try store.save(try data.get(), id: entry.id)
+          }
+          failure = nil
+        } catch {
+          failure = error
         }
-        failure = nil
-      } catch {
-        failure = error
       }
-      let (again, removalWaiters) = entry.writer.withLock(owner: entry) { writer in
+      let (again, removalWaiters) = entry.writer.withLock(owner: entry) { [failure] writer in
+        if removed, writer.deletion == nil { writer.deletion = .some(failure) }
         // The waiters that came before `removed` was read are answered by this deletion; one
-        // that came during it also asked for another write, which deletes again (harmlessly).
+        // that came during it also asked for another pass, which answers it with the same outcome.
         let waiters = removed ? writer.removalWaiters.takeAll() : WaiterStore()
         return (writer.writing.endPass(), waiters)
       }

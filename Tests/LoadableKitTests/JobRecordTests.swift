@@ -1,0 +1,132 @@
+import Foundation
+@testable import LoadableKit
+import LoadableKitTesting
+import Synchronization
+import Testing
+
+/// The records a ``JobManager`` restores, keeps and leaves in place (Jobs.md, "What cannot be
+/// restored": "The manager never crashes on a record and never deletes one"), and numbers in a
+/// record that no count reaches ("Malformed … JSON is rejected …, never a crash", SPEC §4). Found
+/// by a second review of the jobs (helper 36).
+@Suite("Jobs: records kept and left in place", .timeLimit(.minutes(2)))
+struct JobRecordTests {
+  let registry = JobRegistry(CountingWork.self, ScriptedWork.self)
+
+  /// A record the manager could not restore is left in place for the app that can (a newer
+  /// version, a kind registered elsewhere); adding a job under its id must not overwrite it.
+  @Test func addingUnderTheIDOfARecordLeftInPlaceDoesNotOverwriteIt() async throws {
+    let directory = makeJobDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    var newer = try #require(
+      try JSONSerialization.jsonObject(with: Job(CountingWork(units: 2)).toJSON()) as? [String: Any])
+    newer["schemaVersion"] = 2
+    newer["somethingOnlyVersion2Knows"] = "precious"
+    let file = directory.appendingPathComponent("tiles.json")
+    let original = try JSONSerialization.data(withJSONObject: newer)
+    try original.write(to: file)
+
+    let manager = try JobManager(registry: registry, directory: directory)
+    #expect(manager.restoreProblems.map(\.id) == ["tiles"])
+    #expect(manager.restoreProblems.first?.error == .unsupportedSchemaVersion)
+
+    let job = Job(CountingWork(units: 1))
+    let added = Result { try manager.add(job, id: "tiles") }
+    #expect(try Data(contentsOf: file) == original, "the newer version's record was overwritten")
+    #expect(throws: JobError.self) { try added.get() }
+    #expect((try? added.get()) == nil && (added.error as? JobError)?.code == .duplicateID)
+    #expect(manager.jobs.isEmpty)
+    // The job was not taken: another id adds it.
+    _ = try manager.add(job, id: "tiles-2")
+    #expect(manager.jobs.map(\.id) == ["tiles-2"])
+  }
+
+  /// `remove(id:)` deletes the record of the job removed, and of no other: a save that a message
+  /// scheduled before the removal (it waits out the save interval) must not delete the record of
+  /// a job added later under the same id.
+  @Test func aSaveScheduledForARemovedJobDoesNotDeleteTheRecordOfTheNextJobWithItsID() async throws {
+    let store = MemoryJobStore()
+    let clock = TestClock()
+    let manager = try JobManager(registry: registry, store: store, clock: clock, saveInterval: .seconds(5))
+    weak var weakFirst: Job<ScriptedWork>?
+    do {
+      let first = Job(ScriptedWork(runs: [[.post("a message", .info)]]))
+      weakFirst = first
+      try manager.add(first, id: "x")
+      first.start()
+      _ = try await first.output
+      try await clock.waitForSleepers(1)  // the save the message scheduled waits for the interval
+      try await manager.remove(id: "x")
+      #expect(store["x"] == nil)
+    }
+    let second = Job(CountingWork(units: 3))
+    try manager.add(second, id: "x")
+    #expect(store["x"] != nil)
+
+    await clock.advance(by: .seconds(5))  // the first job's scheduled save comes due
+    // Its task holds the first job's entry (and so the job) until it has run.
+    await eventually { weakFirst == nil }
+
+    #expect(store["x"] != nil, "the second job's record was deleted")
+    #expect(manager.job(id: "x") === second)
+    let restarted = try JobManager(registry: registry, store: RecordsCopy(store))
+    #expect(restarted.jobs.map(\.id) == ["x"])
+  }
+
+  /// A record whose `droppedMessageCount` is as large as an `Int` goes and which holds more
+  /// messages than its limit: the count saturates, as it does for a restored job that posts.
+  @Test func aDroppedMessageCountNoCountReachesIsNoCrash() async {
+    await #expect(processExitsWith: .success) {
+      let work = ScriptedWork(runs: [[.post("c", .info)]])
+      var object = try! JSONSerialization.jsonObject(with: Job(work).toJSON()) as! [String: Any]
+      object["droppedMessageCount"] = Int.max
+      object["messageLimit"] = 1
+      object["messages"] = [
+        ["text": "a", "severity": "info", "timestamp": "2025-11-22T10:41:53.438Z"],
+        ["text": "b", "severity": "info", "timestamp": "2025-11-22T10:41:54.438Z"],
+      ]
+      let job = try! Job<ScriptedWork>.fromJSON(try! JSONSerialization.data(withJSONObject: object))
+      guard job.messages.map(\.text) == ["b"] else { exit(2) }
+      job.start()  // posts "c" as it runs: "b" is dropped too
+      _ = try? await job.output
+      let saved = try! JSONSerialization.jsonObject(with: job.toJSON()) as! [String: Any]
+      guard saved["droppedMessageCount"] as? Int == Int.max, job.messages.map(\.text) == ["c"] else { exit(3) }
+    }
+  }
+
+  /// A record whose place (`addedSequence`) is as large as an `Int` goes: the manager restores it
+  /// (first, where its place puts it) and the next job added comes after it.
+  @Test func anAddedSequenceNoCountReachesIsNoCrash() async {
+    await #expect(processExitsWith: .success) {
+      let store = MemoryJobStore()
+      for (id, sequence) in [("last", Int.max), ("first", 3)] {
+        var object = try! JSONSerialization.jsonObject(with: Job(CountingWork(units: 1)).toJSON()) as! [String: Any]
+        object["addedSequence"] = sequence
+        try! store.save(try! JSONSerialization.data(withJSONObject: object), id: id)
+      }
+      let registry = JobRegistry(CountingWork.self)
+      let manager = try! JobManager(registry: registry, store: store)
+      _ = try! manager.add(Job(CountingWork(units: 1)), id: "added")
+      guard manager.jobs.map(\.id) == ["first", "last", "added"] else { exit(2) }
+      // The order survives a restart.
+      manager.saveAll()
+      let restarted = try! JobManager(registry: registry, store: RecordsCopy(store))
+      guard restarted.jobs.map(\.id) == ["first", "last", "added"] else { exit(3) }
+    }
+  }
+}
+
+/// A store over a copy of another memory store's records, taken at its creation.
+final class RecordsCopy: JobStore, Sendable {
+  let records: [JobStoreRecord]
+  init(_ store: MemoryJobStore) throws { records = try store.loadAll() }
+  func loadAll() throws -> [JobStoreRecord] { records }
+  func save(_ data: Data, id: String) throws {}
+  func remove(id: String) throws {}
+  func setAside(id: String) throws {}
+}
+
+extension Result {
+  var error: Failure? {
+    if case .failure(let error) = self { error } else { nil }
+  }
+}
