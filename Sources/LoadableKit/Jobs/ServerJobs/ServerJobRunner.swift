@@ -125,7 +125,12 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
     do {
       // With a JobManager, a pause point returns once the checkpoint is stored: the server's job
       // id is on disk before the first poll.
-      if !reconnecting { try await context.pausePoint() }
+      if !reconnecting {
+        try await context.pausePoint()
+        // A status check (`JobManager.checkServerJobs()`) may have marked the server's job
+        // finished while the job was paused here: go on from the saved checkpoint.
+        if let saved = context.checkpoint { checkpoint = saved }
+      }
       return try await follow(&checkpoint, pollAtOnce: reconnecting, in: context)
     } catch where error is CancellationError || Task.isCancelled {
       throw await cancelOnServer(&checkpoint, in: context)
@@ -200,6 +205,9 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
   nonisolated(nonsending) private func cancelOnServer(
     _ checkpoint: inout ServerJobCheckpoint, in context: JobContext<ServerJobCheckpoint>
   ) async -> CancellationError {
+    // The saved checkpoint is the newest: a status check may have moved it on while the job was
+    // paused (and a refusal below must not save an older one over it).
+    if let saved = context.checkpoint { checkpoint = saved }
     let id = checkpoint.serverJobID
     guard !checkpoint.lastState.isFinished else {
       context.post("Cancelled after server job \(id) had \(checkpoint.lastState)", source: Self.messageSource)
