@@ -155,6 +155,54 @@ struct JobsTransientTests {
     #expect(clock.sleeperCount == 0)
   }
 
+  /// A job paused during a backoff for longer than the window: time paused is not time failing,
+  /// so the resume opens the window anew and the next error is retried — it failed the job at once
+  /// with `connectionLost`, "the work kept failing for 600.0 seconds" (found by a second review,
+  /// helper 36). The same job saved and restored while paused already got a fresh window.
+  @Test func aPauseDuringABackoffDoesNotUseUpTheWindow() async throws {
+    let work = ScriptedWork(runs: [[.fail(transient: true)], [.fail(transient: true)], []])
+    let job = Job(work, options: options())
+    job.start()
+    try await clock.waitForSleepers(1)  // the first error's backoff: a minute
+    job.pause()
+    await clock.advance(by: .seconds(3600))  // the user keeps it paused for an hour
+    await job.waitUntilParked()
+    job.start()
+    // The second run fails at minute 60: a retry a minute later, in a window opened by that error.
+    try await clock.waitForSleepers(1)
+    #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(3600 + 60))])
+    await clock.advance(by: .seconds(60))
+    #expect(try await job.output == "done")
+    #expect(JobLedger[work.id].runs == 3)
+  }
+
+  /// The same for a pause inside a run, at the work's pause point, after the window opened: the
+  /// error after the resume is retried.
+  @Test func aPauseInsideARunDoesNotUseUpTheWindow() async throws {
+    let work = ScriptedWork(runs: [[.fail(transient: true)], [.hook, .pausePoint, .fail(transient: true)], []])
+    let arrived = JobLatch()
+    let release = JobLatch()
+    JobHooks.set(work.id) { _ in
+      arrived.open()
+      await release.wait()
+    }
+    let job = Job(work, options: options())
+    job.start()
+    try await clock.waitForSleepers(1)
+    await clock.advance(by: .seconds(60))  // the second run starts, and waits in its hook
+    await arrived.wait()
+    job.pause()
+    release.open()
+    await job.waitUntilParked()  // at the run's pause point
+    await clock.advance(by: .seconds(3600))
+    job.start()  // the run goes on and fails at minute 61
+    try await clock.waitForSleepers(1)
+    #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(3660 + 60))])
+    await clock.advance(by: .seconds(60))
+    #expect(try await job.output == "done")
+    #expect(JobLedger[work.id].runs == 3)
+  }
+
   @Test func backoffDelays() {
     let exponential = JobOptions.Backoff.exponential()
     #expect((1...8).map(exponential.delay(forAttempt:)) == [1, 2, 4, 8, 16, 32, 60, 60].map { .seconds($0) })

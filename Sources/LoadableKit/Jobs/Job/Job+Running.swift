@@ -39,9 +39,9 @@ extension Job {
           finish(runID, with: .failure(error))
           return
         }
-        let generation = state.withLock(owner: self) { $0.checkpointGeneration }
+        let (generation, resumes) = state.withLock(owner: self) { ($0.checkpointGeneration, $0.resumeCount) }
         let decision = window.record(
-          errorAt: clock.now, checkpointGeneration: generation,
+          errorAt: clock.now, checkpointGeneration: generation, resumes: resumes,
           window: options.transientWindow, backoff: options.backoff)
         switch decision {
         case .giveUp:

@@ -88,6 +88,8 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
   private(set) var checkpoint: Checkpoint?
   /// Counts saved checkpoints; the transient-error window restarts when it changes.
   private(set) var checkpointGeneration: UInt64 = 0
+  /// Counts resumes from a pause; the transient-error window restarts when it changes.
+  private(set) var resumeCount: UInt64 = 0
   private(set) var messageLog: JobMessageLog
   var messages: [JobMessage] { messageLog.messages }
   /// How the job ended, from its end until the run's attempt holds it (``runConcluded()``): the
@@ -211,6 +213,7 @@ struct JobStateMachine<Checkpoint: Sendable, Output: Sendable> {
       launch(&effects)
     case .paused:
       setStatus(.started, &effects)
+      resumeCount &+= 1
       if activity == .idle {
         launch(&effects)
       } else {
