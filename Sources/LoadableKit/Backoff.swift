@@ -31,7 +31,7 @@ public struct Backoff: Sendable, Hashable {
     self.initial = initial
     self.multiplier = multiplier
     self.maximum = maximum
-    self.jitter = min(max(jitter, 0), 1)
+    self.jitter = Self.fraction(jitter)
   }
 
   /// Delays that double from `initial` up to `maximum`: by default 1 s, 2 s, 4 s, … 60 s.
@@ -58,7 +58,14 @@ public struct Backoff: Sendable, Hashable {
   /// which is called only when there is jitter.
   func delay(forAttempt attempt: Int, random: () -> Double) -> Duration {
     let delay = undisturbedDelay(forAttempt: attempt)
-    return jitter == 0 ? delay : delay * (1 - jitter * random())
+    // `jitter` is a `var`, and a policy's `random` the app's: each is taken as a fraction.
+    let jitter = Self.fraction(jitter)
+    return jitter == 0 ? delay : delay * (1 - jitter * Self.fraction(random()))
+  }
+
+  /// `value` clamped to 0…1 (NaN: 0).
+  private static func fraction(_ value: Double) -> Double {
+    value > 0 ? min(value, 1) : 0
   }
 
   /// The delay before retry `attempt` after an error that asked for `retryAfter` (a
@@ -77,9 +84,10 @@ public struct Backoff: Sendable, Hashable {
     let first = initial.seconds
     guard first > 0 else { return .zero }
     let factor = multiplier.isNaN ? 1 : Double.pow(max(multiplier, 0), max(attempt, 1) - 1)
-    let seconds = first * factor
-    guard seconds.isFinite, seconds < cap.seconds else { return cap }
-    return .seconds(seconds)
+    guard (first * factor).isFinite, first * factor < cap.seconds else { return cap }
+    // Scaled as a `Duration` (its attoseconds times `factor`), not converted from `Double`
+    // seconds: 300 ms stays 300 ms, and a test clock advanced by the delay a policy names wakes it.
+    return initial * factor
   }
 }
 

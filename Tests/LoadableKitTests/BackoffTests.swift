@@ -30,4 +30,35 @@ struct BackoffTests {
     #expect(Backoff.exponential().jitter == 0)
     #expect(RetryPolicy(jitter: 3).jitter == 1)
   }
+
+  /// The delays are the durations the policy names: a `TestClock` advanced by the documented
+  /// delay wakes the retry. They were `initial × factor` in `Double` seconds, converted back
+  /// (300 ms came back 40 attoseconds longer; found by a second review, helper 37).
+  @Test func theDelaysAreTheDurationsTheyName() {
+    for ms in [300, 700, 1_100, 2_300] {
+      #expect(RetryPolicy(initialDelay: .milliseconds(ms), multiplier: 1, jitter: 0).delay(beforeRetry: 1) == .milliseconds(ms))
+      let doubling = Backoff.exponential(initial: .milliseconds(ms), maximum: .seconds(3_600))
+      #expect((1...4).map(doubling.delay(forAttempt:)) == [1, 2, 4, 8].map { .milliseconds(ms * $0) })
+    }
+    #expect(Backoff.exponential(initial: .milliseconds(300), multiplier: 1.5).delay(forAttempt: 2) == .milliseconds(450))
+  }
+
+  /// A jitter set after creation (a `var`), or a draw outside `0..<1` from a policy's own
+  /// `random`, is taken as the nearest fraction from 0 to 1: a delay is never negative and never
+  /// more than the maximum, as `delay(forAttempt:)` promises (helper 37).
+  @Test func aJitterOrADrawOutOfRangeKeepsTheDelayWithinItsBounds() {
+    var policy = RetryPolicy(initialDelay: .seconds(1), maxDelay: .seconds(1), jitter: 0, random: { 0.75 })
+    policy.jitter = -1
+    #expect(policy.delay(beforeRetry: 1) == .seconds(1), "no jitter: the delay")
+    policy.jitter = 3
+    #expect(policy.delay(beforeRetry: 1) == .milliseconds(250), "all of it: a quarter left for a draw of 0.75")
+    policy.jitter = .nan
+    #expect(policy.delay(beforeRetry: 1) == .seconds(1))
+    var backoff = Backoff(initial: .seconds(1), multiplier: 2, maximum: .seconds(1))
+    backoff.jitter = 2
+    #expect(backoff.delay(forAttempt: 1, random: { 0.75 }) == .milliseconds(250))
+    backoff.jitter = 0.5
+    #expect(backoff.delay(forAttempt: 1, random: { 7 }) == .milliseconds(500), "a draw past 1 counts as 1")
+    #expect(backoff.delay(forAttempt: 1, random: { -7 }) == .seconds(1), "below 0 as 0")
+  }
 }

@@ -100,4 +100,26 @@ struct LoadOptionsTests {
     let noJitter = RetryPolicy(initialDelay: .seconds(1), jitter: 0)
     #expect(noJitter.delay(beforeRetry: 3) == .seconds(4))
   }
+
+  /// A test clock advanced by the delay the policy names wakes the retry (the delay was 40
+  /// attoseconds longer than 300 ms, and the retry waited for ever; helper 37).
+  @Test func aRetryWaitsExactlyItsBackoffDelayOnTheClock() async throws {
+    let clock = TestClock()
+    let control = ControlledLoad<Int>()
+    let loadable = control.makeLoadable()
+    loadable.loadOptions = LoadOptions(
+      retryPolicy: RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(300), multiplier: 2, jitter: 0),
+      clock: clock)
+    let load = Task { try await loadable.fetch() }
+    try await control.waitForStart()
+    control.fail(Boom(code: 1))
+    try await clock.waitForSleepers(1)
+    #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .milliseconds(300))])
+    await clock.advance(by: .milliseconds(300))
+    #expect(clock.sleeperCount == 0, "300 ms passed: the backoff before the first retry is over")
+    await clock.run()  // lets the test end either way
+    try await control.waitForStart(2)
+    control.resolve(5)
+    #expect(try await load.outcome == 5)
+  }
 }
