@@ -1,5 +1,6 @@
 @testable import LoadableKit
 import LoadableKitTesting
+import Synchronization
 import Testing
 
 @Suite("Retry policy and timeout", .timeLimit(.minutes(1)))
@@ -121,5 +122,54 @@ struct LoadOptionsTests {
     try await control.waitForStart(2)
     control.resolve(5)
     #expect(try await load.outcome == 5)
+  }
+
+  /// A timeout runs `performLoad()` in a child task (raced against the clock); it is still the
+  /// attempt's work: a direct `load()` it makes is the attempt's wait (an edge of the wait-for
+  /// graph, so a load of itself is a cycle, not a hang until the timeout) and its dependency (so
+  /// `cancelLoad()` reaches it). With a timeout, the self-load failed `timedOut` and the cancel left
+  /// the dependency loading (found by a second review, helper 37).
+  @Test(arguments: [false, true])
+  func aDirectLoadOfItselfIsACycleWithOrWithoutATimeout(timeout: Bool) async throws {
+    let clock = TestClock()
+    let reference = Mutex<AsyncLoadable<Int>?>(nil)
+    let loadable = AsyncLoadable<Int> {
+      try await reference.withLock { $0 }!.load()  // a direct load() on the attempt's task: a cycle
+      return 1
+    }
+    reference.withLock { $0 = loadable }
+    if timeout { loadable.loadOptions = LoadOptions(timeout: .seconds(5), clock: clock) }
+    let load = Task { try await loadable.load() }
+    // Were the cycle missed, the load would wait for the timeout: this ends that wait.
+    let mover = Task {
+      try await clock.waitForSleepers(1)
+      for _ in 0..<1_000 where loadable.loadStatus == .loading { await Task.yield() }
+      await clock.advance(by: .seconds(5))
+    }
+    defer { mover.cancel() }
+    do {
+      try await load.outcome
+      Issue.record("loaded")
+    } catch let error as LoadableError {
+      #expect(error.code == .dependencyCycle, "\(error)")
+    }
+  }
+
+  @Test(arguments: [false, true])
+  func cancelLoadReachesADependencyItsAttemptLoadedDirectly(timeout: Bool) async throws {
+    let control = ControlledLoad<Int>()
+    let dependency = control.makeLoadable()
+    let dependent = AsyncLoadable<Int> {
+      try await dependency.load()
+      return 1
+    }
+    if timeout { dependent.loadOptions = LoadOptions(timeout: .seconds(5), clock: TestClock()) }
+    let load = Task { try await dependent.load() }
+    try await control.waitForStart()
+    dependent.cancelLoad()
+    await #expect(throws: CancellationError.self) { try await load.outcome }
+    await eventually { dependency.loadStatus != .loading }
+    #expect(dependency.loadStatus == .notLoaded, "the attempt the dependent started still runs")
+    while control.resolve(0) {}
   }
 }

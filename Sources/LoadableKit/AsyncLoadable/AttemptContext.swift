@@ -6,7 +6,8 @@ import Synchronization
 /// The context travels explicitly where the library loads dependencies (declared dependencies,
 /// combinators, ``AsyncLoadable/loadDependency(_:)``, which finds the running attempt of the
 /// loadable it is called on). A task-local also makes it visible to a direct `load()` that
-/// ``AsyncLoadable/performLoad()`` makes *on the attempt's own task*; tasks the user starts from
+/// ``AsyncLoadable/performLoad()`` makes *on the attempt's own task* (or on the child that a
+/// timeout runs the work on, ``runningAsAttemptsWork(_:_:)``); tasks the user starts from
 /// there inherit the task-local but are not part of the attempt, so ``current`` ignores it on any
 /// other task. Only real waits of the attempt are edges.
 ///
@@ -26,10 +27,25 @@ final class AttemptContext: Sendable {
 
   /// The attempt running on this very task, if any.
   static var current: AttemptContext? {
-    guard PerThread.current.pointee.outsideDepth == 0, let context = bound, !context.hasEnded.load(ordering: .acquiring),
-      context.task == currentTaskIdentity()
+    guard PerThread.current.pointee.outsideDepth == 0, let context = bound, !context.hasEnded.load(ordering: .acquiring)
     else { return nil }
+    let task = currentTaskIdentity()
+    guard context.task == task || (task != 0 && context.workTask.load(ordering: .relaxed) == task) else { return nil }
     return context
+  }
+
+  /// Runs `work`, the attempt's work on a child task of the attempt's (a timeout races it against
+  /// the clock), as the attempt's own: ``current`` is this context there too, so that a direct
+  /// `load()` the work makes is the attempt's wait and its dependency, as on the attempt's task.
+  /// Called on that child. (One child at a time: a timeout's group waits for its work to stop.)
+  static func runningAsAttemptsWork<T>(
+    _ context: AttemptContext?, _ work: () async throws -> T
+  ) async throws -> T {
+    guard let context else { return try await work() }
+    let task = currentTaskIdentity()
+    context.workTask.store(task, ordering: .relaxed)
+    defer { context.workTask.store(0, ordering: .relaxed) }
+    return try await work()
   }
 
   /// Runs `operation` with `context` as the attempt of the current task.
@@ -213,6 +229,10 @@ final class AttemptContext: Sendable {
   /// The task the attempt runs on; 0 for an attempt without a task (a `map`'s or a `zip`'s),
   /// whose context is never bound to a task.
   private let task: UInt
+  /// The child task that runs the attempt's work under a timeout while it runs; 0 otherwise
+  /// (``runningAsAttemptsWork(_:_:)``). Written and read on that child; read by ``current`` on
+  /// any task, which compares it with its own.
+  private let workTask = Atomic<UInt>(0)
   let intent: LoadIntent  // beside `hasEnded`: one word's padding for the two
   /// Set when the attempt's work returned: a task that inherited the context, even one that
   /// happens to reuse the attempt's task's address later, is not part of it.

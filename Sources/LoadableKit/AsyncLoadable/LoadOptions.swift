@@ -54,8 +54,9 @@ public struct LoadOptions: Sendable {
   private static func run<T: Sendable>(
     _ work: @escaping @Sendable () async throws -> T, timeout: Duration, clock: any Clock<Duration>
   ) async throws -> T {
-    try await withThrowingTaskGroup(of: Race<T>.self) { group in
-      group.addTask { .value(try await work()) }
+    let context = AttemptContext.current
+    return try await withThrowingTaskGroup(of: Race<T>.self) { group in
+      group.addTask { .value(try await AttemptContext.runningAsAttemptsWork(context, work)) }
       group.addTask {
         try await clock.sleep(for: timeout)
         return .timedOut
