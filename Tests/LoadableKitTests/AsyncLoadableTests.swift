@@ -146,6 +146,35 @@ struct AsyncLoadableTests {
     #expect(control.maxConcurrentAttempts == 1)
   }
 
+  /// "Nothing grows without bound": an attempt cancelled while its task waits for the gate (a
+  /// cancelled attempt's work that ignores cancellation holds it) leaves the queue at once, its
+  /// task ended — it waited there, holding its attempt and the loadable, until the hung work
+  /// returned (for ever if it never does), one more task each `retryLoad()` and `cancelLoad()`.
+  /// The gate stays the hung work's: the next attempt still waits for it (a second review,
+  /// helper 37).
+  @Test func attemptsCancelledAtTheGateLeaveItsQueue() async throws {
+    let (loadable, control) = try await makeLoadable(in: .loading, ignoresCancellation: true)
+    loadable.cancelLoad()  // its work ignores cancellation and has not returned: it holds the gate
+    for _ in 1...20 {
+      let retry = Task { try await loadable.retryLoad() }
+      await eventually { loadable.gateQueueCountForTesting == 1 }  // its task waits at the gate
+      loadable.cancelLoad()
+      await #expect(throws: CancellationError.self) { try await retry.outcome }
+      await eventually { loadable.gateQueueCountForTesting == 0 }
+    }
+    #expect(loadable.gateQueueCountForTesting == 0, "tasks of cancelled attempts still held at the gate")
+    #expect(control.startCount == 1)
+    let next = Task { try await loadable.retryLoad() }
+    await eventually { loadable.gateQueueCountForTesting == 1 }
+    #expect(control.startCount == 1, "the hung work still holds the gate")
+    control.resolve(99)
+    try await control.waitForStart(2)
+    control.resolve(7)
+    try await next.outcome
+    #expect(loadable.content == 7)
+    #expect(control.maxConcurrentAttempts == 1)
+  }
+
   @Test func aDroppedLoadableLivesUntilItsAttemptEndsAndNoLonger() async throws {
     let control = ControlledLoad<Int>()
     weak var weakLoadable: AsyncLoadable<Int>?

@@ -152,9 +152,10 @@ extension AsyncLoadable {
     if priority.isNone && launchWithoutTask(attempt, probe: probe) { return }
     let gated = runsOneAttemptAtATime
     let task = TaskLaunch.start(priority: priority) {
-      let result = await self.runAttempt(attempt, probe: probe, gated: gated)
+      var holdsGate = gated
+      let result = await self.runAttempt(attempt, probe: probe, holdsGate: &holdsGate)
       // Its work returned: no attempt is this task's any more (see `alreadyOutside`).
-      AttemptContext.alreadyOutside { self.endAttempt(attempt, with: result, probe: probe, gated: gated) }
+      AttemptContext.alreadyOutside { self.endAttempt(attempt, with: result, probe: probe, gated: holdsGate) }
     }
     let (cancel, escalate) = withState { $0.attach(.task(task), to: attempt) }
     escalate.ifSome { task.escalatePriority(to: $0) }
@@ -178,20 +179,21 @@ extension AsyncLoadable {
         gated ? state.leaveGate() : nil
       )
     }
-    next?.handOff()
+    next?.handOff(.success(true))
     if let probe, let facts { probe.end(with: result, current: facts.current, callers: facts.callers) }
     perform(consume effects)
   }
 
   /// One attempt: declared dependencies, then ``performLoad()``, with this attempt's intent
-  /// visible to ``loadDependency(_:)``. When `gated`, the attempt's task first takes the gate (see
-  /// ``LoadStateMachine/gateBusy``); an attempt cancelled while it waited for the gate does not
-  /// run at all.
+  /// visible to ``loadDependency(_:)``. When `holdsGate` (the loadable runs one attempt at a
+  /// time), the attempt's task first takes the gate (see ``LoadStateMachine/gateBusy``); an
+  /// attempt cancelled while it waited for the gate does not run at all, and when its task left
+  /// the queue without the gate, `holdsGate` comes back `false`.
   ///
   /// The content comes back in its ``ContentBox``, as the state machine stores it: no
   /// `Result<Content, …>` whose metadata the unspecialized code would look up at run time.
   nonisolated(nonsending) final func runAttempt(
-    _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?, gated: Bool
+    _ attempt: LoadStateMachine.Attempt, probe: AttemptProbe?, holdsGate: inout Bool
   ) async -> Result<AnyContentBox, any Error> {
     // How many dependencies there are, and the options' object, not copies of the dependencies
     // and the options (see `waitForGate()` below).
@@ -210,6 +212,7 @@ extension AsyncLoadable {
     }
     // The gate is almost always free: taken in the same lock as the start, without a
     // continuation.
+    let gated = holdsGate
     var gateWasBusy = false
     var start = state.withLock(owner: self) { state -> Start? in
       if gated && !state.tryEnterGate() {
@@ -219,7 +222,10 @@ extension AsyncLoadable {
       return begin(&state)
     }
     if gateWasBusy {
-      await waitForGate()
+      guard await waitForGate() else {
+        holdsGate = false
+        return .failure(Cancelled.error)
+      }
       start = state.withLock(owner: self) { begin(&$0) }
     }
     guard let (context, dependencyCount, options) = start else { return .failure(Cancelled.error) }
@@ -240,13 +246,25 @@ extension AsyncLoadable {
   // keeps for frames, so every task malloc'd one more slab of memory (~450 instructions with its
   // free). Now 160 and 208 bytes (#28).
 
-  /// Waits until the gate is this attempt's (see ``LoadStateMachine/gateBusy``).
+  /// Waits until the gate is this attempt's (see ``LoadStateMachine/gateBusy``): `true`. `false`
+  /// when the task is cancelled first — its attempt ended (the cancel of an attempt cancels its
+  /// task) —, which leaves the queue at once without the gate: a task whose attempt was cancelled
+  /// does not wait there for work that may never return.
   @inline(never)
-  nonisolated(nonsending) private func waitForGate() async {
-    await withUnsafeContinuation { continuation in
-      if self.withState({ $0.enterGate(continuation) }) { continuation.resume() }
+  nonisolated(nonsending) private func waitForGate() async -> Bool {
+    let id = nextUniqueID()
+    let admitted = await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+        // The cancel is read in the lock the handler takes: queued before it, or not at all.
+        if let answer = self.withState({ $0.enterGate(continuation, id: id, cancelled: Task.isCancelled) }) {
+          continuation.resume(returning: answer)
+        }
+      }
+    } onCancel: {
+      self.withState { $0.withdrawFromGate(id) }?.handOff(.success(false))
     }
     ContinuationHandoff.awaited()
+    return admitted
   }
 
   /// The attempt's work when it has declared dependencies or options: the first

@@ -13,7 +13,7 @@
   /// Declared with `addDependency(_:kind:)`; combinators record their parents here.
   @exclusivity(unchecked) var dependencies = DeclaredDependencies()
   /// The tasks waiting for the gate, first come first served.
-  @exclusivity(unchecked) var gateQueue = WaiterStore<UnsafeContinuation<Void, Never>>()
+  @exclusivity(unchecked) var gateQueue = WaiterStore<UnsafeContinuation<Bool, Never>>()
 }
 
 /// A loadable's declared dependencies, the first inline: most loadables that have any have one

@@ -284,18 +284,27 @@ struct LoadStateMachine {
     return true
   }
 
-  /// Takes the gate, or queues `continuation` for it. Returns `true` when taken at once.
-  mutating func enterGate(_ continuation: UnsafeContinuation<Void, Never>) -> Bool {
+  /// Takes the gate, or queues `continuation` for it under `id`, unless `cancelled` (the task's
+  /// attempt ended: it leaves without the gate). Returns whether to resume `continuation` at once,
+  /// and with what: `true`, the gate is the caller's; `false`, it is not.
+  mutating func enterGate(_ continuation: UnsafeContinuation<Bool, Never>, id: UInt64, cancelled: Bool) -> Bool? {
+    if cancelled { return false }
     if gateBusy {
-      more.gateQueue.append(continuation, id: nextUniqueID())
-      return false
+      more.gateQueue.append(continuation, id: id)
+      return nil
     }
     gateBusy = true
     return true
   }
 
-  /// Hands the gate to the next task in line, if any; that task must be resumed.
-  mutating func leaveGate() -> UnsafeContinuation<Void, Never>? {
+  /// The continuation queued for the gate under `id`, taken out of the queue: its task was
+  /// cancelled (its attempt ended) before the gate was its. It must be resumed with `false`.
+  mutating func withdrawFromGate(_ id: UInt64) -> UnsafeContinuation<Bool, Never>? {
+    extras?.gateQueue.remove(id)
+  }
+
+  /// Hands the gate to the next task in line, if any; that task must be resumed with `true`.
+  mutating func leaveGate() -> UnsafeContinuation<Bool, Never>? {
     guard let extras, !extras.gateQueue.isEmpty else {
       gateBusy = false
       return nil
