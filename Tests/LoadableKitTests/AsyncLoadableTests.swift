@@ -506,15 +506,17 @@ struct ObservationTests {
 
 @Suite("Priority", .timeLimit(.minutes(1)))
 struct PriorityTests {
-  @Test func aHigherPriorityCallerRaisesTheSharedAttempt() async throws {
-    final class Recording: AsyncLoadable<TaskPriority>, @unchecked Sendable {
-      let gate = ControlledLoad<Void>()
-      override func performLoad() async throws -> TaskPriority {
-        try await gate.operation()
-        await waitUntilRaised(to: .high)  // the joining caller raises it just after it joined
-        return Task.currentPriority
-      }
+  /// An attempt that waits for `gate`, then reports the priority its task runs at.
+  final class Recording: AsyncLoadable<TaskPriority>, @unchecked Sendable {
+    let gate = ControlledLoad<Void>()
+    override func performLoad() async throws -> TaskPriority {
+      try await gate.operation()
+      await waitUntilRaised(to: .high)  // the joining caller raises it just after it joined
+      return Task.currentPriority
     }
+  }
+
+  @Test func aHigherPriorityCallerRaisesTheSharedAttempt() async throws {
     let loadable = Recording()
     let low = Task(priority: .background) { try await loadable.fetch() }
     try await loadable.gate.waitForStart()
@@ -524,5 +526,32 @@ struct PriorityTests {
     let observed = try await high.value
     #expect(observed >= .high)
     #expect(try await low.value == observed)
+  }
+
+  /// A caller with a completion handler joins as an awaiting caller does: from a more urgent
+  /// task, it raises the shared attempt (it did not; a second review, helper 37).
+  @Test func aHigherPriorityCompletionHandlerCallerRaisesTheSharedAttempt() async throws {
+    let loadable = Recording()
+    let low = Task(priority: .background) { try await loadable.fetch() }
+    try await loadable.gate.waitForStart()
+    let done = Recorder<Bool>()
+    await Task(priority: .high) { loadable.load { _ in done.append(true) } }.value
+    #expect(loadable.waiterCount == 2)
+    loadable.gate.resolve(())
+    #expect(try await low.outcome >= .high)
+    await eventually { done.count == 1 }
+  }
+
+  /// A waiting caller's demand is its task's priority: when that task is raised while it waits
+  /// (a more urgent task awaits it), the shared attempt is raised, as a dependent's wait passes
+  /// a raise on (helper 37).
+  @Test func aWaitingCallerWhoseTaskIsRaisedRaisesTheSharedAttempt() async throws {
+    let loadable = Recording()
+    let low = Task(priority: .background) { try await loadable.fetch() }
+    try await loadable.gate.waitForStart()
+    #expect(loadable.waiterCount == 1)
+    low.escalatePriority(to: .high)  // what the runtime does when a .high task awaits `low`
+    loadable.gate.resolve(())
+    #expect(try await low.outcome >= .high, "the attempt still runs at its starter's priority")
   }
 }

@@ -25,9 +25,9 @@ extension AsyncLoadable {
     guard let context else {
       // A plain caller is one more party waiting: a key under a loader's limit ranks its load by
       // whoever waits (SPEC §5).
-      guard callerWillWait(nil) else { return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil) }
+      guard callerWillWait(nil) else { return try await callerWait(for: request, needsSync: needsSync, waiterID: waiterID) }
       defer { callerStoppedWaiting(nil) }
-      return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil)
+      return try await callerWait(for: request, needsSync: needsSync, waiterID: waiterID)
     }
     try context.beginWait(on: self)
     let ranked = callerWillWait(context)
@@ -48,6 +48,21 @@ extension AsyncLoadable {
     } onPriorityEscalated: { _, priority in
       // Called synchronously by the runtime, within the escalated task's status lock: a long chain
       // must not escalate one level inside the other (the trampoline queues what is past 32).
+      Trampoline.run { self.escalateRunningAttempt(to: priority) }
+    }
+  }
+
+  /// A plain caller's wait: its demand is its task's priority, so a raise of that task while it
+  /// waits (a more urgent task awaiting it) raises the attempt, as a dependent's wait does.
+  nonisolated(nonsending) private final func callerWait(
+    for request: LoadRequest, needsSync: Bool, waiterID: UInt64
+  ) async throws -> LoadStateMachine.Delivery {
+    guard #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *) else {
+      return try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil)
+    }
+    return try await withTaskPriorityEscalationHandler {
+      try await wait(for: request, needsSync: needsSync, waiterID: waiterID, from: nil)
+    } onPriorityEscalated: { _, priority in
       Trampoline.run { self.escalateRunningAttempt(to: priority) }
     }
   }
@@ -116,6 +131,8 @@ extension AsyncLoadable {
     let (decision, event) = withState {
       $0.decide(request, needsSync: needsSync, waiter: waiter, byDependent: false, callerCancelled: false)
     }
+    // A caller who joins raises the attempt to its priority, as an awaiting caller does.
+    if case .joined(let runner) = decision { escalateJoined(runner) }
     AttemptContext.outside {
       switch decision {
       case .content:
