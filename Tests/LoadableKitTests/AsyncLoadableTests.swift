@@ -541,17 +541,4 @@ struct PriorityTests {
     #expect(try await low.outcome >= .high)
     await eventually { done.count == 1 }
   }
-
-  /// A waiting caller's demand is its task's priority: when that task is raised while it waits
-  /// (a more urgent task awaits it), the shared attempt is raised, as a dependent's wait passes
-  /// a raise on (helper 37).
-  @Test func aWaitingCallerWhoseTaskIsRaisedRaisesTheSharedAttempt() async throws {
-    let loadable = Recording()
-    let low = Task(priority: .background) { try await loadable.fetch() }
-    try await loadable.gate.waitForStart()
-    #expect(loadable.waiterCount == 1)
-    low.escalatePriority(to: .high)  // what the runtime does when a .high task awaits `low`
-    loadable.gate.resolve(())
-    #expect(try await low.outcome >= .high, "the attempt still runs at its starter's priority")
-  }
 }
