@@ -31,6 +31,12 @@ func eventually(
       Issue.record("condition never became true", sourceLocation: sourceLocation)
       return
     }
+    // The test was cancelled (its time limit): it has failed; yielding on would only keep a
+    // thread of the pool busy, and the run from ending, until the bounds.
+    if Task.isCancelled {
+      Issue.record("condition not true when the test was cancelled", sourceLocation: sourceLocation)
+      return
+    }
     yields += 1
     await Task.yield()
   }
