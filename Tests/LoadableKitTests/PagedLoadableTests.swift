@@ -515,6 +515,38 @@ struct PagedLoadableTests {
     #expect(source.requests.values == (failing == .next ? [nil, 1, 2, 3, nil, 2] : [nil, 1, 2, nil, 3, 1]))
   }
 
+  /// The same when the page load is still running as the bound drops the page it borders, and
+  /// fails only afterwards: its failure is forgotten as it comes (it stuck for a cursor nothing
+  /// loads with any more; the review of 1fc69fc, helper 38).
+  @Test func aPageLoadThatFailsAfterThePageItBordersWasDroppedDoesNotStick() async throws {
+    let source = PagedSource()
+    let paged = try await source.loadedFirstPage(maximumPages: 2)
+    try await source.loadNext(paged, resolving: 1, next: 2)
+    try await source.loadNext(paged, resolving: 2, next: 3)
+    #expect(paged.items == items(1...2) && paged.hasPreviousPage)
+
+    // The previous page (request 4) and then the next page (request 5, cursor 3) both load.
+    let previous = Task { try await paged.loadPreviousPage() }
+    try await source.control.waitForStart(4)
+    let next = Task { try await paged.loadNextPage() }
+    try await source.control.waitForStart(5)
+    #expect(source.requests.values == [nil, 1, 2, nil, 3])
+
+    // The previous page lands: the bound drops page 2, which the running next-page load borders.
+    source.control.resolve(page(0, next: 1))
+    try await previous.outcome
+    #expect(paged.items == items(0...1))
+    #expect(paged.nextPageStatus == .loading)  // still running: it stays, as documented
+
+    // Now it fails: a failure of cursor 3, which is no longer the next page's cursor (2 is).
+    source.control.fail(Boom(code: 9))
+    await #expect(throws: Boom(code: 9)) { try await next.outcome }
+    let state = paged.pageState(toward: .next)
+    #expect(
+      state.status == .notLoaded && state.error == nil,
+      "a failure of a page no longer next sticks: \(state), nextPageStatus \(paged.nextPageStatus)")
+  }
+
   /// `pageUpdates` "ends when the loadable is deallocated" (its documentation), as
   /// `loadStatusUpdates` does (`AsyncLoadableTests.aDeallocatedLoadableEndsItsStreams`). Found by
   /// a review (helper 34): nothing finished the stream, and a reader waited for ever.

@@ -69,10 +69,15 @@ final class PageLoadable<Cursor: Hashable & Sendable, Item: Sendable>: AsyncLoad
   }
 
   /// The attempt landed: the page joins the pages held (before its callers resume, so that a
-  /// caller of ``PagedLoadable/loadNextPage()`` finds it there).
+  /// caller of ``PagedLoadable/loadNextPage()`` finds it there). Or it failed: the failure sticks
+  /// only if its page still borders the pages held.
   override func attemptDidEnd(committed: Bool) {
-    guard committed, let page = loadedContent() else { return }
-    owner?.pageLanded(page, from: self)
+    guard committed else { return }
+    if let page = loadedContent() {
+      owner?.pageLanded(page, from: self)
+    } else {
+      owner?.forgetFailedPageLoad(toward: direction)
+    }
   }
 
   /// The paged loadable's observers of this direction hear of every status change.

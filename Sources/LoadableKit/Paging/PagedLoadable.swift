@@ -340,14 +340,20 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
     if droppedFarEnd { forgetFailedPageLoad(toward: direction.opposite) }
   }
 
-  /// The bound dropped the page at the far end: a failed page load there was for the page beyond
-  /// it, no longer next (or previous). It is forgotten, as a landed page's load is, so that its
-  /// failure does not stick for a cursor nothing loads with any more (the next call loads the
-  /// page that borders the pages held now). One still loading stays: its page is dropped when it
-  /// lands, and its callers return.
-  private func forgetFailedPageLoad(toward direction: PageDirection) {
+  /// A failed page load toward `direction` sticks (until a retry) only while its cursor is the one
+  /// to load that way; once the bound dropped the page it bordered — before it failed or after —
+  /// it is forgotten, as a landed page's load is, so that its failure does not stick for a cursor
+  /// nothing loads with any more (the next call loads the page that borders the pages held now).
+  /// Called when the bound drops the page at the far end, and when a page load fails. The cursors
+  /// are compared outside the locks: `==` is the app's code.
+  func forgetFailedPageLoad(toward direction: PageDirection) {
     guard let failed = slots.withLock(owner: self, { $0[direction] }), failed.withState({ $0.status }) == .failed
     else { return }
+    if let content = loadedContent(), content.generation == failed.generation,
+      let cursor = content.cursor(toward: direction), cursor == failed.cursor
+    {
+      return
+    }
     let forgotten = slots.withLock(owner: self) { slots -> Bool in
       guard slots[direction] === failed else { return false }
       slots[direction] = nil
