@@ -113,6 +113,80 @@ struct JobRecordTests {
       guard restarted.jobs.map(\.id) == ["first", "last", "added"] else { exit(3) }
     }
   }
+  /// Nor does a save *in progress* when `remove(id:)` comes: the job leaves `jobs` (and
+  /// `.removed` is emitted) before its record is deleted, and a job added under its id meanwhile
+  /// had its record saved, then overwritten by the old save and deleted by the old writer's
+  /// deletion pass. The id is taken until the record is deleted (the review of f215f2b, helper 38).
+  @Test func aSaveInProgressForARemovedJobDoesNotDeleteTheRecordOfTheNextJobWithItsID() async throws {
+    let store = GatedJobStore()
+    let registry = JobRegistry(CountingWork.self, ScriptedWork.self)
+    let manager = try JobManager(registry: registry, store: store)
+    let first = Job(CountingWork(units: 3))
+    try manager.add(first, id: "x")
+    let entry = try #require(manager.entry(id: "x"))
+
+    // A save of the first job is in progress on another thread (its store call blocks).
+    store.blockNextSave()
+    let saver = Thread { manager.saveAll() }
+    saver.start()
+    store.entered.wait()
+
+    // It is removed meanwhile: out of `jobs` at once, its deletion waits for the writer.
+    let removal = Task { try await manager.remove(id: "x") }
+    await eventually { entry.removalWaiterCountForTesting == 1 }
+    #expect(manager.jobs.isEmpty)
+
+    // The app adds a new job under the id (it heard `.removed`): the id is still taken.
+    let second = Job(ScriptedWork(runs: [[]]))
+    #expect(throws: JobError.self) { try manager.add(second, id: "x") }
+
+    // The old save goes on: it writes the first job, and the old writer deletes "x".
+    store.release.signal()
+    try await removal.outcome
+    #expect(store["x"] == nil)
+    // Once `remove(id:)` returned, the id is free: the new job's record is the one that stays.
+    try manager.add(second, id: "x")
+    #expect(manager.job(id: "x") === second)
+    let now = store["x"].map { String(decoding: $0, as: UTF8.self) }
+    #expect(now?.contains(ScriptedWork.kind) == true, "the second job's record: \(now ?? "deleted")")
+  }
+
+  /// JobManagerEvent.saveFailed: "The store could not save a job; the job goes on, and the
+  /// manager tries again at its next change." After a deletion that failed, the save a message
+  /// scheduled before the removal reported the deletion's failure as `saveFailed(id: "x")` when it
+  /// came due — though it asked the store nothing, and "x" names another job by then, whose record
+  /// is fine (helper 38).
+  @Test func aStaleSaveAfterAFailedDeletionReportsNoSaveFailureForTheNextJobWithItsID() async throws {
+    let store = RemoveFailingJobStore()
+    let clock = TestClock()
+    let registry = JobRegistry(CountingWork.self, ScriptedWork.self)
+    let manager = try JobManager(registry: registry, store: store, clock: clock, saveInterval: .seconds(5))
+    weak var weakFirst: Job<ScriptedWork>?
+    do {
+      let first = Job(ScriptedWork(runs: [[.post("a message", .info)]]))
+      weakFirst = first
+      try manager.add(first, id: "x")
+      first.start()
+      _ = try await first.output
+      try await clock.waitForSleepers(1)  // the save the message scheduled waits for the interval
+      await #expect(throws: JobError.self) { try await manager.remove(id: "x") }  // the store failed
+    }
+    let second = Job(CountingWork(units: 1))
+    try manager.add(second, id: "x")
+    #expect(store["x"] != nil)
+
+    let events = manager.events
+    await clock.advance(by: .seconds(5))  // the first job's scheduled save comes due
+    await eventually { weakFirst == nil }  // and has run
+    second.start()  // a sentinel: the second job's events come after whatever the stale save said
+    var seen: [String] = []
+    for await event in events {
+      if case .saveFailed(let id, let error) = event { seen.append("saveFailed \(id): \(error)") }
+      if case .job(id: "x", _) = event { break }
+    }
+    #expect(seen.isEmpty, "\(seen)")
+    #expect(store["x"] != nil)
+  }
 }
 
 /// A store over a copy of another memory store's records, taken at its creation.
@@ -129,4 +203,41 @@ extension Result {
   var error: Failure? {
     if case .failure(let error) = self { error } else { nil }
   }
+}
+
+/// A memory store whose next save, once armed, blocks until `release` is signalled.
+final class GatedJobStore: JobStore, @unchecked Sendable {
+  private let records = Mutex<[String: Data]>([:])
+  private let armed = Mutex(false)
+  let entered = DispatchSemaphore(value: 0)
+  let release = DispatchSemaphore(value: 0)
+
+  func blockNextSave() { armed.withLock { $0 = true } }
+  subscript(id: String) -> Data? { records.withLock { $0[id] } }
+
+  func loadAll() throws -> [JobStoreRecord] {
+    records.withLock { $0.map { JobStoreRecord(id: $0.key, data: .success($0.value)) } }
+  }
+  func save(_ data: Data, id: String) throws {
+    let block = armed.withLock { armed in defer { armed = false }; return armed }
+    if block {
+      entered.signal()
+      release.wait()
+    }
+    records.withLock { $0[id] = data }
+  }
+  func remove(id: String) throws { records.withLock { _ = $0.removeValue(forKey: id) } }
+  func setAside(id: String) throws {}
+}
+
+/// A memory store whose deletions fail.
+final class RemoveFailingJobStore: JobStore, @unchecked Sendable {
+  private let records = Mutex<[String: Data]>([:])
+  subscript(id: String) -> Data? { records.withLock { $0[id] } }
+  func loadAll() throws -> [JobStoreRecord] {
+    records.withLock { $0.map { JobStoreRecord(id: $0.key, data: .success($0.value)) } }
+  }
+  func save(_ data: Data, id: String) throws { records.withLock { $0[id] = data } }
+  func remove(id: String) throws { throw JobError(code: .storeFailed, message: "the disk is read-only") }
+  func setAside(id: String) throws {}
 }

@@ -52,6 +52,9 @@ public final class JobManager: @unchecked Sendable {
     /// The ids of the records left in place at the restore (``restoreProblems`` not set aside):
     /// no job is added under them, which would overwrite them.
     var idsLeftInPlace: Set<String> = []
+    /// The ids of jobs removed whose records are not deleted yet (a save of the job may be in
+    /// progress): no job is added under them until ``remove(id:)`` returns.
+    var idsBeingRemoved: Set<String> = []
     var eventContinuations: [UInt64: AsyncStream<JobManagerEvent>.Continuation] = [:]
   }
 
@@ -257,6 +260,10 @@ public final class JobManager: @unchecked Sendable {
       guard !state.entries.contains(where: { $0.id == id }) else {
         return .failure(JobError(code: .duplicateID, message: "the manager already holds a job \"\(id)\""))
       }
+      guard !state.idsBeingRemoved.contains(id) else {
+        return .failure(
+          JobError(code: .duplicateID, message: "the job \"\(id)\" is being removed: its record is not deleted yet"))
+      }
       guard !state.idsLeftInPlace.contains(id) else {
         return .failure(
           JobError(
@@ -384,8 +391,12 @@ public final class JobManager: @unchecked Sendable {
     let removedHere = state.withLock(owner: self) { state -> Bool in
       guard let index = state.entries.firstIndex(where: { $0 === entry }) else { return false }
       state.entries.remove(at: index)
+      state.idsBeingRemoved.insert(id)
       return true
     }
+    // The id is free again once the record is deleted (or its deletion failed): a save of the job
+    // in progress now would write over the record of a job added under it meanwhile.
+    defer { if removedHere { state.withLock(owner: self) { _ = $0.idsBeingRemoved.remove(id) } } }
     if removedHere {
       release(entry)
       registrar.withMutation(of: self, keyPath: \.jobs) {}
@@ -503,13 +514,17 @@ public final class JobManager: @unchecked Sendable {
   }
 
   /// The writer's loop: writes (or deletes) until nobody asked for another write. Returns the
-  /// last write's error; a deletion also answers the callers of `remove(id:)` waiting for it.
+  /// error of the last pass that asked the store (none once the record was deleted); a deletion
+  /// also answers the callers of `remove(id:)` waiting for it.
   private func runWrites(_ entry: Entry) -> (any Error)? {
     var failure: (any Error)?
+    var reported: (any Error)?
     while true {
       let (removed, deletion) = entry.writer.withLock(owner: entry) { ($0.isRemoved, $0.deletion) }
       if let deletion {
-        failure = deletion  // deleted once: a save scheduled before the removal, or another remover
+        // Deleted once: a save scheduled before the removal (it reports nothing: it asked the store
+        // nothing), or another remover, who is answered with the deletion's outcome.
+        failure = deletion
       } else {
         do {
           if removed {
@@ -523,6 +538,7 @@ public final class JobManager: @unchecked Sendable {
         } catch {
           failure = error
         }
+        reported = failure
       }
       let (again, removalWaiters) = entry.writer.withLock(owner: entry) { [failure] writer in
         if removed, writer.deletion == nil { writer.deletion = .some(failure) }
@@ -534,7 +550,7 @@ public final class JobManager: @unchecked Sendable {
       for case let (_, waiter) in removalWaiters { waiter.handOff(.success(failure)) }
       if !again { break }
     }
-    return failure
+    return reported
   }
 }
 
