@@ -773,3 +773,26 @@ final class FakeJobServer: ServerJobService, Sendable {
     return "result of \(id)"
   }
 }
+
+extension ServerJobRunnerTests {
+  /// The same for a job paused while it waits for its next poll (the usual case: `pauseAll()` as
+  /// the app goes to the background): it read the checkpoint the check saved after its pause
+  /// point, and asked for the status all the same (the review of 5384735, helper 38).
+  @Test func aJobPausedWaitingForItsPollFetchesOnlyTheResultAfterACheckFoundItSucceeded() async throws {
+    let (job, server, manager) = try managedRemoteJob()
+    server.update { $0.state = .executing }
+    job.start()
+    try await expectSleep(until: 1)
+    try await clock.waitForSleepers(1)
+    await manager.pauseAll()  // waiting for the t=3 poll, paused
+    server.update { $0.state = .succeeded }
+    let checks = try await bounded { await manager.checkServerJobs() }
+    #expect(try checks.first?.result.get().state == .succeeded)
+    #expect(job.checkpoint?.lastState == .succeeded, "marked finished")
+    let statusRequests = server.requests("status")
+
+    job.start()
+    #expect(try await job.output == "result of job-1")
+    #expect(server.requests("status") == statusRequests, "the start fetched only the result: \(server.log)")
+  }
+}

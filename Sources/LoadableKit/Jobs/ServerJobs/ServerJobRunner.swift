@@ -142,16 +142,17 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
     _ checkpoint: inout ServerJobCheckpoint, pollAtOnce: Bool, in context: JobContext<ServerJobCheckpoint>
   ) async throws -> Service.Result {
     let id = checkpoint.serverJobID
-    if checkpoint.lastState == .succeeded {
-      // The server said so already (a status check while the job was paused, or a poll before a
-      // result request that failed): a job that succeeded stays so, and only its result is fetched.
-      try await context.pausePoint()
-      return try await service.result(ofJob: id)
-    }
     var polls = 0
     var pollNow = pollAtOnce
     var lastError: String?
     while true {
+      // The server said so already (a status check while the job was paused, or a poll before a
+      // result request that failed): a job that succeeded stays so, and only its result is fetched.
+      // A success the server reports below ends the same way (the checkpoint absorbed it).
+      if checkpoint.lastState == .succeeded {
+        try await context.pausePoint()
+        return try await service.result(ofJob: id)
+      }
       if !pollNow {
         polls += 1
         // Nothing is saved between this wait and the pause point after it: a paused job counts as
@@ -163,16 +164,16 @@ public struct ServerJobRunner<Service: ServerJobService>: Sendable {
       let wasPaused = !context.signals.isRunning
       try await context.pausePoint()  // a paused job stops polling here; the server goes on
       // A status check (`JobManager.checkServerJobs()`) may have moved the checkpoint on while the
-      // job was paused: go on from the saved one.
+      // job was paused: go on from the saved one (back to the top if it found the job succeeded).
       if let saved = context.checkpoint { checkpoint = saved }
+      if checkpoint.lastState == .succeeded { continue }
       if wasPaused { polls = 0 }  // resumed: this poll is at once, and the schedule starts over
       let status = try await service.status(ofJob: id, messagesAfter: checkpoint.messagesSeen)
       let fresh = absorb(status, into: &checkpoint, context: context)
       lastError = fresh.last(where: { $0.severity == .error })?.text ?? lastError
       switch status.state {
       case .succeeded:
-        try await context.pausePoint()
-        return try await service.result(ofJob: id)
+        continue  // the checkpoint says so now: the result, at the top
       case .failed, .timedOut:
         throw ServerJobError(
           code: .serverJobFailed, message: "server job \(id) \(status.state)" + (lastError.map { ": \($0)" } ?? ""))
