@@ -61,4 +61,16 @@ struct BackoffTests {
     #expect(backoff.delay(forAttempt: 1, random: { 7 }) == .milliseconds(500), "a draw past 1 counts as 1")
     #expect(backoff.delay(forAttempt: 1, random: { -7 }) == .seconds(1), "below 0 as 0")
   }
+
+  /// `Duration * Double` goes through a `Double` of the attoseconds: exact for 300 ms, not for
+  /// 1.1 s (`.seconds(1.1)` is 1.100000000000000096 s, 57 significant bits), where even retry 1
+  /// (factor 1) came back 32 attoseconds longer. An integral factor scales exactly (the review of
+  /// 37277eb, helper 38).
+  @Test func anIntegralFactorScalesAnyDelayExactly() {
+    let policy = RetryPolicy(initialDelay: .seconds(1.1), multiplier: 2, maxDelay: .seconds(60), jitter: 0)
+    #expect(policy.delay(beforeRetry: 1) == .seconds(1.1), "\((policy.delay(beforeRetry: 1) - .seconds(1.1)).components)")
+    #expect(policy.delay(beforeRetry: 2) == .seconds(1.1) * 2)
+    let backoff = Backoff.exponential(initial: .seconds(10) + .nanoseconds(1), maximum: .seconds(3_600))
+    #expect(backoff.delay(forAttempt: 1) == .seconds(10) + .nanoseconds(1))
+  }
 }

@@ -172,4 +172,25 @@ struct LoadOptionsTests {
     #expect(dependency.loadStatus == .notLoaded, "the attempt the dependent started still runs")
     while control.resolve(0) {}
   }
+
+  /// The same with 1.1 s, which `Duration * Double` did not keep exact (helper 38).
+  @Test func aRetryWaitsExactlyItsBackoffDelayOfElevenTenthsOfASecondOnTheClock() async throws {
+    let clock = TestClock()
+    let control = ControlledLoad<Int>()
+    let loadable = control.makeLoadable()
+    loadable.loadOptions = LoadOptions(
+      retryPolicy: RetryPolicy(maxAttempts: 2, initialDelay: .seconds(1.1), multiplier: 2, jitter: 0),
+      clock: clock)
+    let load = Task { try await loadable.fetch() }
+    try await control.waitForStart()
+    control.fail(Boom(code: 1))
+    try await clock.waitForSleepers(1)
+    #expect(clock.pendingDeadlines == [TestClock.Instant(offset: .seconds(1.1))])
+    await clock.advance(by: .seconds(1.1))
+    #expect(clock.sleeperCount == 0, "1.1 s passed: the backoff before the first retry is over")
+    await clock.run()  // lets the test end either way
+    try await control.waitForStart(2)
+    control.resolve(5)
+    #expect(try await load.outcome == 5)
+  }
 }
