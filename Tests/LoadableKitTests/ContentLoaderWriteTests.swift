@@ -103,3 +103,33 @@ struct ContentLoaderWriteTests {
     #expect(loader.snapshot(for: 1)?.status == .loaded)
   }
 }
+
+extension ContentLoaderWriteTests {
+  /// "Idle entries with nothing to show … are on a list of their own and evicted before the
+  /// others"; a local write gives one something to show: it is evicted like any idle entry, the
+  /// least recently used first. It stayed on the first list and went first, by count and by cost
+  /// (a second review of the cache, helper 39).
+  @Test func aValueWrittenToAnIdleEntryIsNotEvictedBeforeOlderValuesByCount() async {
+    let source = KeyedSource()
+    let loader = makeLoader(source, maximumIdleCount: 2)
+    await claimLoaded(2, "two", in: loader, from: source).end()  // idle with a value: least recently used
+    loader.begin(1).end()  // cancelled before it loaded: idle with nothing to show
+    #expect(loader.set("written", version: 1, for: 1))  // now it has a value
+    await claimLoaded(3, "three", in: loader, from: source).end()  // a third idle entry: one goes
+    #expect(loader.snapshot(for: 1)?.value == "written", "the value just written was evicted")
+    #expect(loader.snapshot(for: 2) == nil, "the least recently used entry with a value should go")
+  }
+
+  /// The same by cost.
+  @Test func aValueWrittenToAnIdleEntryIsNotEvictedBeforeOlderValuesByCost() async {
+    let source = KeyedSource()
+    let loader = Loader(
+      idleTimeout: nil, cost: { $0.count }, totalCostLimit: 10, load: { try await source.load($0) })
+    await claimLoaded(2, "22222", in: loader, from: source).end()  // idle, costs 5
+    loader.begin(1).end()  // idle with nothing to show
+    #expect(loader.set("11111", version: 1, for: 1))  // 10 in all
+    await claimLoaded(3, "3", in: loader, from: source).end()  // 11 > 10: the least recently used value goes
+    #expect(loader.snapshot(for: 2) == nil, "the least recently used entry with a value should go")
+    #expect(loader.snapshot(for: 1)?.value == "11111", "the value just written was evicted")
+  }
+}

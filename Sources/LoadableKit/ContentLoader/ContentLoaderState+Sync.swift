@@ -189,6 +189,11 @@ extension ContentLoaderState {
       }
     } else if !isIdle && entry.isIdleLinked {
       unlinkIdle(entry)
+    } else if isIdle && entry.isIdleLinked && entry.isIdleEmpty && hasValue(entry) {
+      // An idle entry that got a value (a local write) leaves the list of entries with nothing
+      // to show, evicted first: it is evicted like any idle entry, the least recently used first.
+      unlinkIdle(entry)
+      linkIdle(entry, now: now)
     }
     evictBeyondCost(&effects)
   }
