@@ -421,7 +421,7 @@ extension ContentLoader {
     /// nobody does. Under the loader's lock.
     @usableFromInline var loadPriority: ClaimPriority {
       guard let waiting else { return claimsAt.highest ?? .visible }
-      let dependents = waiting.dependentsAt.highest
+      let dependents = waiting.plainCallers > 0 ? .visible : waiting.dependentsAt.highest
       if let claims = claimsAt.highest { return max(claims, dependents ?? claims) }
       if waiting.plainCallers > 0 { return .visible }
       return dependents ?? .visible

@@ -421,7 +421,16 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
         // for theirs if needed.
         let intent: LoadIntent? =
           !isLoaded ? .load : entry.isStale ? .refresh : entry.isExpired(before: expiredBefore) ? .ifNeeded : nil
-        addInterest(entry, starting: intent, &effects)
+        // A load already under way (a dependent's, a plain caller's) is ranked by its first claim too.
+        if !addInterest(entry, starting: intent, &effects) { reprioritized(entry, from: before, &effects) }
+      } else {
+        // Back within the grace period: the load's place kept the rank of the claims that ended
+        // (without claims, `before` reads visible, which says nothing of it): ranked anew. A lower
+        // rank than the place's is no raise, though told as one: a task is never lowered.
+        let priority = entry.loadPriority
+        entry.demandVersion &+= 1
+        limiter?.reprioritize(entry.slotTicket, to: priority)
+        effects.reprioritized.append((entry, priority, true))
       }
     }
     settle(entry, now: .zero, &effects)  // claimed: the entry cannot go idle here

@@ -284,6 +284,11 @@ final class LoadLimiter: Sendable {
       state.waiting.updateEach { place in
         if place.ticket == ticket { place.priority = priority }
       }
+      // A slot kept for the key is lent by the key's current rank: a task that finds every slot
+      // taken borrows a kept slot only when its own load is at least as urgent.
+      for index in state.granted.indices where state.granted[index].ticket == ticket {
+        state.granted[index].priority = priority
+      }
     }
   }
 
