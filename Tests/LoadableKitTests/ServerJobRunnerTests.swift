@@ -558,13 +558,9 @@ struct ServerJobRunnerTests {
     #expect(checkpoint.absorb(status) == ([], false))
   }
 
-  /// Jobs.md: "a job whose server job finished meanwhile is marked so
-  /// (`ServerJobCheckpoint/lastState`) and its next `Job/start()` fetches only the result, without
-  /// asking for the status again" — also a job paused while its submission was in flight, which
-  /// parks at the pause point after it: the runner went on from its own copy of the checkpoint
-  /// (`submitted`), waited a poll and asked again. (Found by a second review, helper 36.)
-  @Test func aJobPausedAtItsSubmissionFetchesOnlyTheResultAfterACheckFoundItSucceeded() async throws {
-    let clock = TestClock()
+  /// A managed job paused while its submission was in flight — it parks at the pause point after
+  /// the submission — whose server job a status check then found succeeded.
+  func pausedAtItsSubmissionAndCheckedSucceeded() async throws -> (job: Job<RemoteWork>, server: FakeJobServer, manager: JobManager) {
     let work = RemoteWork(id: UUID().uuidString, request: "area 51")
     let server = FakeJobServer()
     let submission = JobLatch()
@@ -581,13 +577,21 @@ struct ServerJobRunnerTests {
     submission.open()
     await job.waitUntilParked()  // at the pause point after the submission
     #expect(job.checkpoint?.serverJobID == "job-1")
-
     server.update { $0.state = .succeeded }
     let checks = try await bounded { await manager.checkServerJobs() }
     #expect(try checks.first?.result.get().state == .succeeded)
     #expect(job.checkpoint?.lastState == .succeeded, "marked finished")
     #expect(server.requests("status") == 1)
+    return (job, server, manager)
+  }
 
+  /// Jobs.md: "a job whose server job finished meanwhile is marked so
+  /// (`ServerJobCheckpoint/lastState`) and its next `Job/start()` fetches only the result, without
+  /// asking for the status again" — also a job paused while its submission was in flight: the
+  /// runner went on from its own copy of the checkpoint (`submitted`), waited a poll and asked
+  /// again. (Found by a second review, helper 36.)
+  @Test func aJobPausedAtItsSubmissionFetchesOnlyTheResultAfterACheckFoundItSucceeded() async throws {
+    let (job, server, manager) = try await pausedAtItsSubmissionAndCheckedSucceeded()
     // Were the work to wait for a poll on the clock, this ends the wait (and the test fails below).
     let mover = Task {
       try await clock.waitForSleepers(1)
@@ -597,34 +601,17 @@ struct ServerJobRunnerTests {
     #expect(try await job.output == "result of job-1")
     mover.cancel()
     #expect(server.requests("status") == 1, "the start fetched only the result: \(server.log)")
+    _ = manager
   }
 
   /// The same job cancelled instead of started: its server job finished, so the runner does not
   /// ask the server to cancel it (Jobs.md: "Cancelled after server job … had succeeded").
   @Test func aJobPausedAtItsSubmissionIsNotCancelledOnTheServerAfterACheckFoundItSucceeded() async throws {
-    let clock = TestClock()
-    let work = RemoteWork(id: UUID().uuidString, request: "area 51")
-    let server = FakeJobServer()
-    let submission = JobLatch()
-    server.update { $0.submitGate = submission }
-    FakeJobServers.set(work.id, server: server, clock: clock)
-    var registry = JobRegistry()
-    registry.register(RemoteWork.self, options: JobOptions(clock: clock))
-    let manager = try JobManager(registry: registry, store: ServerJobTestStore(), clock: TestClock())
-    let job = Job(work, options: JobOptions(clock: clock))
-    try manager.add(job, id: "map")
-    job.start()
-    await server.submitArrived.wait()
-    job.pause()
-    submission.open()
-    await job.waitUntilParked()
-    server.update { $0.state = .succeeded }
-    _ = try await bounded { await manager.checkServerJobs() }
-    #expect(job.checkpoint?.lastState == .succeeded)
-
+    let (job, server, manager) = try await pausedAtItsSubmissionAndCheckedSucceeded()
     _ = try await bounded { await job.cancel() }
     #expect(server.requests("cancel") == 0, "asked the server to cancel a job that had succeeded: \(server.log)")
     #expect(job.checkpoint?.lastState == .succeeded, "the checkpoint kept what the check found")
+    _ = manager
   }
 }
 
