@@ -34,9 +34,10 @@ struct ContentLoaderRankTests {
 
   /// "A task that finds every slot taken takes it if the load it was kept for is not more urgent":
   /// urgent as it is now. A slot kept for a prefetched key raised to visible before its task came
-  /// was lent at the prefetch rank, to a prefetched key's dependency.
-
-  @Test func aSlotKeptForALoadRaisedToVisibleIsNotLentToALessUrgentOne() async {
+  /// was lent at the prefetch rank, to a prefetched key's dependency (`raisedLater`; claimed
+  /// visible from the start, it passed before the fix too).
+  @Test(arguments: [true, false])
+  func aSlotKeptForAVisibleLoadIsNotLentToALessUrgentOne(raisedLater: Bool) async {
     let source = KeyedSource()
     let order = Recorder<Int>()
     let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { key in
@@ -53,42 +54,15 @@ struct ContentLoaderRankTests {
     // Key 1's load loads key 2 first: a load with no place kept, at the prefetch rank.
     let prefetched = loader.loadable(for: 1)
     prefetched.addDependency(loader.loadable(for: 2))
-    let a = loader.begin(3, priority: .prefetch)  // the one slot is kept for it
+    let a = loader.begin(3, priority: raisedLater ? .prefetch : .visible)  // the one slot is kept for it
     #expect(loader.loadCounts == (0, 1))
-    a.priority = .visible  // raised before its task came
+    if raisedLater { a.priority = .visible }  // raised before its task came
     let b = loader.begin(1, priority: .prefetch)  // a place in the queue; its task loads key 2
     await eventually { loader.loadCounts.waiting == 2 }
     late.open()
     await source.waitUntil { $0.pending == 1 }
     #expect(order.values == [3], "the visible key's kept slot went to a prefetched key's dependency: \(order.values)")
     a.end()  // cancels what runs and waits
-    b.end()
-    _ = (raised, prefetched)
-  }
-
-  /// The same with key 3 claimed visible from the start (passed before the fix too).
-  @Test func aSlotKeptForAVisibleLoadIsNotLent() async {
-    let source = KeyedSource()
-    let order = Recorder<Int>()
-    let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { key in
-      order.append(key)
-      return try await source.load(key)
-    })
-    let late = Gate()
-    let raised = loader.loadable(for: 3)
-    raised.addDependency(AsyncLoadable<Int> {
-      await late.wait()
-      return 0
-    })
-    let prefetched = loader.loadable(for: 1)
-    prefetched.addDependency(loader.loadable(for: 2))
-    let a = loader.begin(3, priority: .visible)
-    let b = loader.begin(1, priority: .prefetch)
-    await eventually { loader.loadCounts.waiting == 2 }
-    late.open()
-    await source.waitUntil { $0.pending == 1 }
-    #expect(order.values == [3])
-    a.end()
     b.end()
     _ = (raised, prefetched)
   }
@@ -145,5 +119,62 @@ struct ContentLoaderRankTests {
     other.end()
     running.end()
     _ = dependent
+  }
+
+  /// "A key's load runs at the highest priority among its claims": a visible first claim on a
+  /// load a background task started — a dependent's (a `map` over the key's loadable), with or
+  /// without a limit, or a plain caller's — raises its task. Without a limit, or for a plain
+  /// caller (who counts as visible in the queue), the rank read before the claim was already
+  /// visible, and the task stayed at background (the review of 9e0fbd2, helper 40).
+  @Test(arguments: [(limit: Int?.none, plainCaller: false), (2, false), (nil, true)])
+  func aFirstVisibleClaimRaisesALoadABackgroundTaskStarted(limit: Int?, plainCaller: Bool) async throws {
+    let control = ControlledLoad<Int>()
+    let observed = Mutex<TaskPriority?>(nil)
+    let loader = ContentLoader<Int, Int, Int>(idleTimeout: nil, maximumConcurrentLoads: limit) { _ in
+      let value = try await control.operation()
+      observed.withLock { $0 = Task.currentPriority }
+      return (value, 1)
+    }
+    let key = loader.loadable(for: 1)
+    let mapped = key.map { $0 + 1 }
+    let starter = Task(priority: .background) { try await plainCaller ? key.load() : mapped.load() }
+    try await control.waitForStart()
+    let claim = await Task(priority: .background) { loader.begin(1) }.value
+    control.resolve(1)
+    _ = try await starter.outcome
+    await eventually { loader.snapshot(for: 1)?.status == .loaded }
+    let priority = try #require(observed.withLock { $0 })
+    #expect(priority >= ClaimPriority.visible.taskPriority, "the claimed load ran at \(priority)")
+    claim.end()
+  }
+
+  /// "A task that finds every slot taken borrows a kept slot only when its own load is at least as
+  /// urgent" — as urgent as it is now: a task already waiting whose rank rises to the kept slot's
+  /// borrows it. Here the kept slot's load waits for that very key (its dependency asks for it,
+  /// which ranks it visible): nothing lent it the slot, and the two waited for each other for good
+  /// (helper 40).
+  @Test func aWaitingTaskRaisedToAKeptSlotsRankBorrowsIt() async throws {
+    let source = KeyedSource()
+    let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { try await source.load($0) })
+    let running = loader.begin(0)
+    await source.waitForStarts(1)
+    let late = Gate()
+    let key1 = loader.loadable(for: 1)
+    key1.addDependency(AsyncLoadable<String> {
+      await late.wait()
+      return try await loader.loadable(for: 2).fetchIfNeeded()
+    })
+    let first = loader.begin(1)  // visible: a place in the queue; its task loads its dependency first
+    let second = loader.begin(2, priority: .background)  // a place in the queue; its task comes for it
+    await eventually { loader.limiter!.state.withLock { $0.waiting.contains { $0.element.continuation != nil } } }
+    source.resolve(0, "zero", version: 1)  // the slot is kept for key 1 (visible), not lent to 2
+    await eventually { loader.limiter!.state.withLock { $0.granted.count == 1 } }
+    late.open()  // key 1's dependency now waits for key 2: key 2 is ranked visible
+    await eventually(2_000, timeout: .seconds(3)) { source.stats.startedPerKey[2] == 1 }
+    #expect(source.stats.startedPerKey[2] == 1, "key 2 never started: key 1 keeps the slot and waits for it")
+    first.end()
+    second.end()
+    running.end()
+    _ = key1
   }
 }

@@ -12,6 +12,22 @@ import Testing
 struct JobRecordTests {
   let registry = JobRegistry(CountingWork.self, ScriptedWork.self)
 
+  /// Adds a job "x" to `manager` whose message schedules a save (it waits out the save interval on
+  /// `clock`), lets it finish, and removes it: how the removal ended, and the job, held weakly
+  /// (the scheduled save's task holds it until it has run).
+  func removeAJobWithASaveScheduled(
+    from manager: JobManager, clock: TestClock
+  ) async throws -> (removal: Result<Void, any Error>, job: WeakReference<Job<ScriptedWork>>) {
+    let first = Job(ScriptedWork(runs: [[.post("a message", .info)]]))
+    try manager.add(first, id: "x")
+    first.start()
+    _ = try await first.output
+    try await clock.waitForSleepers(1)  // the save the message scheduled waits for the interval
+    let removal: Result<Void, any Error>
+    do { removal = .success(try await manager.remove(id: "x")) } catch { removal = .failure(error) }
+    return (removal, WeakReference(first))
+  }
+
   /// A record the manager could not restore is left in place for the app that can (a newer
   /// version, a kind registered elsewhere); adding a job under its id must not overwrite it.
   @Test func addingUnderTheIDOfARecordLeftInPlaceDoesNotOverwriteIt() async throws {
@@ -47,24 +63,16 @@ struct JobRecordTests {
     let store = MemoryJobStore()
     let clock = TestClock()
     let manager = try JobManager(registry: registry, store: store, clock: clock, saveInterval: .seconds(5))
-    weak var weakFirst: Job<ScriptedWork>?
-    do {
-      let first = Job(ScriptedWork(runs: [[.post("a message", .info)]]))
-      weakFirst = first
-      try manager.add(first, id: "x")
-      first.start()
-      _ = try await first.output
-      try await clock.waitForSleepers(1)  // the save the message scheduled waits for the interval
-      try await manager.remove(id: "x")
-      #expect(store["x"] == nil)
-    }
+    let (removal, first) = try await removeAJobWithASaveScheduled(from: manager, clock: clock)
+    try removal.get()
+    #expect(store["x"] == nil)
     let second = Job(CountingWork(units: 3))
     try manager.add(second, id: "x")
     #expect(store["x"] != nil)
 
     await clock.advance(by: .seconds(5))  // the first job's scheduled save comes due
     // Its task holds the first job's entry (and so the job) until it has run.
-    await eventually { weakFirst == nil }
+    await eventually { first.value == nil }
 
     #expect(store["x"] != nil, "the second job's record was deleted")
     #expect(manager.job(id: "x") === second)
@@ -157,27 +165,19 @@ struct JobRecordTests {
   /// came due — though it asked the store nothing, and "x" names another job by then, whose record
   /// is fine (helper 38).
   @Test func aStaleSaveAfterAFailedDeletionReportsNoSaveFailureForTheNextJobWithItsID() async throws {
-    let store = RemoveFailingJobStore()
+    let store = GatedJobStore(failsDeletions: true)
     let clock = TestClock()
     let registry = JobRegistry(CountingWork.self, ScriptedWork.self)
     let manager = try JobManager(registry: registry, store: store, clock: clock, saveInterval: .seconds(5))
-    weak var weakFirst: Job<ScriptedWork>?
-    do {
-      let first = Job(ScriptedWork(runs: [[.post("a message", .info)]]))
-      weakFirst = first
-      try manager.add(first, id: "x")
-      first.start()
-      _ = try await first.output
-      try await clock.waitForSleepers(1)  // the save the message scheduled waits for the interval
-      await #expect(throws: JobError.self) { try await manager.remove(id: "x") }  // the store failed
-    }
+    let (removal, first) = try await removeAJobWithASaveScheduled(from: manager, clock: clock)
+    #expect(throws: JobError.self) { try removal.get() }  // the store failed
     let second = Job(CountingWork(units: 1))
     try manager.add(second, id: "x")
     #expect(store["x"] != nil)
 
     let events = manager.events
     await clock.advance(by: .seconds(5))  // the first job's scheduled save comes due
-    await eventually { weakFirst == nil }  // and has run
+    await eventually { first.value == nil }  // and has run
     second.start()  // a sentinel: the second job's events come after whatever the stale save said
     var seen: [String] = []
     for await event in events {
@@ -186,6 +186,37 @@ struct JobRecordTests {
     }
     #expect(seen.isEmpty, "\(seen)")
     #expect(store["x"] != nil)
+  }
+
+  /// Nor a save in progress as `remove(id:)` came, whose loop ran the deletion (a failed one,
+  /// which `remove(id:)` throws): the save, which saved fine, reported the deletion's failure
+  /// (the review of b4762b5, helper 40).
+  @Test func aSaveInProgressReportsNoSaveFailureForTheDeletionItsLoopRan() async throws {
+    let store = GatedJobStore(failsDeletions: true)
+    let manager = try JobManager(registry: registry, store: store)
+    try manager.add(Job(CountingWork(units: 3)), id: "x")
+    let entry = try #require(manager.entry(id: "x"))
+    let events = manager.events
+    store.blockNextSave()
+    let saved = DispatchSemaphore(value: 0)
+    let saver = Thread {
+      manager.saveAll()
+      saved.signal()
+    }
+    saver.start()
+    store.entered.wait()
+    let removal = Task { try await manager.remove(id: "x") }
+    await eventually { entry.removalWaiterCountForTesting == 1 }
+    store.release.signal()
+    await #expect(throws: JobError.self) { try await removal.outcome }  // the deletion failed: told here
+    saved.wait()  // saveAll() returned: whatever it reported is in the stream
+    try manager.add(Job(ScriptedWork(runs: [[]])), id: "x")  // a sentinel: .added comes after
+    var seen: [String] = []
+    for await event in events {
+      if case .saveFailed(let id, let error) = event { seen.append("saveFailed \(id): \(error)") }
+      if case .added(id: "x") = event { break }
+    }
+    #expect(seen.isEmpty, "\(seen)")
   }
 }
 
@@ -205,12 +236,16 @@ extension Result {
   }
 }
 
-/// A memory store whose next save, once armed, blocks until `release` is signalled.
+/// A memory store whose next save, once armed, blocks its thread until `release` is signalled,
+/// and whose deletions fail when `failsDeletions`.
 final class GatedJobStore: JobStore, @unchecked Sendable {
   private let records = Mutex<[String: Data]>([:])
   private let armed = Mutex(false)
+  let failsDeletions: Bool
   let entered = DispatchSemaphore(value: 0)
   let release = DispatchSemaphore(value: 0)
+
+  init(failsDeletions: Bool = false) { self.failsDeletions = failsDeletions }
 
   func blockNextSave() { armed.withLock { $0 = true } }
   subscript(id: String) -> Data? { records.withLock { $0[id] } }
@@ -226,18 +261,15 @@ final class GatedJobStore: JobStore, @unchecked Sendable {
     }
     records.withLock { $0[id] = data }
   }
-  func remove(id: String) throws { records.withLock { _ = $0.removeValue(forKey: id) } }
+  func remove(id: String) throws {
+    if failsDeletions { throw JobError(code: .storeFailed, message: "the disk is read-only") }
+    records.withLock { _ = $0.removeValue(forKey: id) }
+  }
   func setAside(id: String) throws {}
 }
 
-/// A memory store whose deletions fail.
-final class RemoveFailingJobStore: JobStore, @unchecked Sendable {
-  private let records = Mutex<[String: Data]>([:])
-  subscript(id: String) -> Data? { records.withLock { $0[id] } }
-  func loadAll() throws -> [JobStoreRecord] {
-    records.withLock { $0.map { JobStoreRecord(id: $0.key, data: .success($0.value)) } }
-  }
-  func save(_ data: Data, id: String) throws { records.withLock { $0[id] = data } }
-  func remove(id: String) throws { throw JobError(code: .storeFailed, message: "the disk is read-only") }
-  func setAside(id: String) throws {}
+/// A weak reference that can be handed around.
+final class WeakReference<Object: AnyObject>: @unchecked Sendable {
+  weak var value: Object?
+  init(_ value: Object) { self.value = value }
 }

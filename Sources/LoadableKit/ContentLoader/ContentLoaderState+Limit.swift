@@ -14,7 +14,7 @@ extension ContentLoaderState {
     let priority = entry.loadPriority
     guard priority != before else { return }
     entry.demandVersion &+= 1
-    limiter?.reprioritize(entry.slotTicket, to: priority)
+    effects.grantedSlots.append(contentsOf: limiter?.reprioritize(entry.slotTicket, to: priority) ?? [])
     effects.reprioritized.append((entry, priority, priority > before))
   }
 

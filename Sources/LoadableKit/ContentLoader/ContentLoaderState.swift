@@ -421,15 +421,22 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
         // for theirs if needed.
         let intent: LoadIntent? =
           !isLoaded ? .load : entry.isStale ? .refresh : entry.isExpired(before: expiredBefore) ? .ifNeeded : nil
-        // A load already under way (a dependent's, a plain caller's) is ranked by its first claim too.
-        if !addInterest(entry, starting: intent, &effects) { reprioritized(entry, from: before, &effects) }
+        // A load already under way (a dependent's, a plain caller's) is ranked by its first claim
+        // too, and its task raised to it (`before`, read with no claims, says nothing of the rank
+        // it runs at: ranked anew, as below).
+        if !addInterest(entry, starting: intent, &effects) {
+          let priority = entry.loadPriority
+          entry.demandVersion &+= 1
+          effects.grantedSlots.append(contentsOf: limiter?.reprioritize(entry.slotTicket, to: priority) ?? [])
+          effects.reprioritized.append((entry, priority, true))
+        }
       } else {
         // Back within the grace period: the load's place kept the rank of the claims that ended
         // (without claims, `before` reads visible, which says nothing of it): ranked anew. A lower
         // rank than the place's is no raise, though told as one: a task is never lowered.
         let priority = entry.loadPriority
         entry.demandVersion &+= 1
-        limiter?.reprioritize(entry.slotTicket, to: priority)
+        effects.grantedSlots.append(contentsOf: limiter?.reprioritize(entry.slotTicket, to: priority) ?? [])
         effects.reprioritized.append((entry, priority, true))
       }
     }

@@ -278,9 +278,11 @@ final class LoadLimiter: Sendable {
   }
 
   /// The key's claims changed priority: its waiting load moves in the queue. Called under the
-  /// loader's lock, so the queue follows the claims in the order they changed.
-  func reprioritize(_ ticket: Ticket, to priority: ClaimPriority) {
-    state.withLock(owner: self) { state in
+  /// loader's lock, so the queue follows the claims in the order they changed. Returns the tasks
+  /// that borrow a kept slot now, to be resumed after the lock.
+  @discardableResult
+  func reprioritize(_ ticket: Ticket, to priority: ClaimPriority) -> [Continuation] {
+    state.withLock(owner: self) { state -> [Continuation] in
       state.waiting.updateEach { place in
         if place.ticket == ticket { place.priority = priority }
       }
@@ -289,6 +291,21 @@ final class LoadLimiter: Sendable {
       for index in state.granted.indices where state.granted[index].ticket == ticket {
         state.granted[index].priority = priority
       }
+      // Ranks moved: a task already waiting may now borrow a kept slot, under the rule a task
+      // coming now would meet (without it, a kept slot whose load waits for a key queued behind
+      // it, raised by that wait, held both for good). No kept slot, nothing to lend: a claim's
+      // change of priority pays no look at the queue.
+      guard !state.granted.isEmpty else { return [] }
+      var lent: [Continuation] = []
+      while let present = state.waiting.lazy.filter({ $0.element.continuation != nil })
+        .min(by: { LoadLimiter.isBefore($0.element, $1.element) }),
+        state.lendGrantedSlot(to: present.element.priority)
+      {
+        let task = state.waiting.remove(present.id)!
+        state.hold(task.ticket)
+        lent.append(task.continuation!)
+      }
+      return lent
     }
   }
 

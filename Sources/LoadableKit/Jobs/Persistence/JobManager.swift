@@ -538,7 +538,7 @@ public final class JobManager: @unchecked Sendable {
         } catch {
           failure = error
         }
-        reported = failure
+        reported = removed ? nil : failure  // a deletion's outcome is its removers'
       }
       let (again, removalWaiters) = entry.writer.withLock(owner: entry) { [failure] writer in
         if removed, writer.deletion == nil { writer.deletion = .some(failure) }
