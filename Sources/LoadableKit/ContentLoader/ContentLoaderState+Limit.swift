@@ -18,6 +18,16 @@ extension ContentLoaderState {
     effects.reprioritized.append((entry, priority, priority > before))
   }
 
+  /// `entry`'s load is ranked by its claims and whoever waits for it as they are now, whatever rank
+  /// its place had: a key's first claim joining a load already under way. Told as a raise: a
+  /// lower rank than the place's is none, but a task is never lowered.
+  mutating func rankAnew(_ entry: Entry, _ effects: inout Effects) {
+    let priority = entry.loadPriority
+    entry.demandVersion &+= 1
+    effects.grantedSlots.append(contentsOf: limiter?.reprioritize(entry.slotTicket, to: priority) ?? [])
+    effects.reprioritized.append((entry, priority, true))
+  }
+
   /// `attempt` of `entry` is over: a place still reserved for it — its task never came for the
   /// slot (cancelled before it ran) — is given back, and the slot it was granted goes on.
   func attemptEnded(_ entry: Entry, _ attempt: Attempt, _ effects: inout Effects) {

@@ -421,23 +421,13 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
         // for theirs if needed.
         let intent: LoadIntent? =
           !isLoaded ? .load : entry.isStale ? .refresh : entry.isExpired(before: expiredBefore) ? .ifNeeded : nil
-        // A load already under way (a dependent's, a plain caller's) is ranked by its first claim
-        // too, and its task raised to it (`before`, read with no claims, says nothing of the rank
-        // it runs at: ranked anew, as below).
-        if !addInterest(entry, starting: intent, &effects) {
-          let priority = entry.loadPriority
-          entry.demandVersion &+= 1
-          effects.grantedSlots.append(contentsOf: limiter?.reprioritize(entry.slotTicket, to: priority) ?? [])
-          effects.reprioritized.append((entry, priority, true))
-        }
+        // A load already under way that the claim joined (a dependent's, a plain caller's) is
+        // ranked by its first claim too, and its task raised to it: `before`, read with no claims,
+        // says nothing of the rank it runs at. (A loaded key's claim joins nothing: nothing to do.)
+        if !addInterest(entry, starting: intent, &effects) && entry.held != nil { rankAnew(entry, &effects) }
       } else {
-        // Back within the grace period: the load's place kept the rank of the claims that ended
-        // (without claims, `before` reads visible, which says nothing of it): ranked anew. A lower
-        // rank than the place's is no raise, though told as one: a task is never lowered.
-        let priority = entry.loadPriority
-        entry.demandVersion &+= 1
-        effects.grantedSlots.append(contentsOf: limiter?.reprioritize(entry.slotTicket, to: priority) ?? [])
-        effects.reprioritized.append((entry, priority, true))
+        // Back within the grace period: the load's place kept the rank of the claims that ended.
+        rankAnew(entry, &effects)
       }
     }
     settle(entry, now: .zero, &effects)  // claimed: the entry cannot go idle here
