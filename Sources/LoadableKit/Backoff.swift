@@ -86,9 +86,9 @@ public struct Backoff: Sendable, Hashable {
     let factor = multiplier.isNaN ? 1 : Double.pow(max(multiplier, 0), max(attempt, 1) - 1)
     guard (first * factor).isFinite, first * factor < cap.seconds else { return cap }
     // Scaled as a `Duration`, not converted from `Double` seconds, so that a test clock advanced by
-    // the delay a policy names wakes it: by an integer when the factor is one (a doubling backoff,
-    // a constant one), exactly; otherwise through the `Double` of its attoseconds (`initial * 1.5`
-    // is what the app computes too).
+    // the delay a policy names wakes it: by an integer when the factor is a whole number (a
+    // doubling backoff, a constant one), exactly; otherwise through the `Double` of its
+    // attoseconds (`initial * 1.5` is what the app computes too).
     if factor == factor.rounded(.towardZero), factor < 0x1p62 { return initial * Int64(factor) }
     return initial * factor
   }

@@ -240,8 +240,9 @@ public final class JobManager: @unchecked Sendable {
   ///     ``DirectoryJobStore``: not empty, no `/`, not starting with `.`).
   /// - Returns: The job with its identifier in the manager.
   /// - Throws: ``JobError`` with ``JobError/Code/duplicateID`` when the manager holds a job with
-  ///   that identifier or left a record with it in place (one of ``restoreProblems`` not set
-  ///   aside), ``JobError/Code/unknownKind`` when its kind is not registered,
+  ///   that identifier, is removing one (until its ``remove(id:)`` returns), or left a record with
+  ///   it in place (one of ``restoreProblems`` not set aside), ``JobError/Code/unknownKind`` when
+  ///   its kind is not registered,
   ///   ``JobError/Code/unknownJob`` when a manager already holds the job or it is not a ``Job``,
   ///   or the store's error when the first save fails (``JobError/Code/storeFailed`` for an
   ///   identifier the store cannot name). The job is not added then.
