@@ -534,6 +534,14 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
     effects.record(entry.removeInterest(from: held), of: entry)
     effects.releasedObjects.append(held)
     sync(entry, &effects)
+    // The claims' rank went with them: a load that goes on for whoever else waits for it drops
+    // back to their demand.
+    if limiter != nil && entry.waiting != nil {
+      let priority = entry.loadPriority
+      entry.demandVersion &+= 1
+      effects.grantedSlots.append(contentsOf: limiter!.reprioritize(entry.slotTicket, to: priority))
+      effects.reprioritized.append((entry, priority, false))
+    }
   }
 
   // MARK: - Shutting down

@@ -227,6 +227,13 @@ final class LoadLimiter: Sendable {
             return .run
           }
           if let place = state.waiting.first(where: { $0.element.continuation == nil && $0.element.isFor(ticket, attempt: attempt) }) {
+            // A task whose place a claim reserved meets the rule a task without one meets: it
+            // borrows a kept slot whose load is not more urgent (it waited behind it).
+            if state.lendGrantedSlot(to: place.element.priority) {
+              _ = state.waiting.remove(place.id)
+              state.hold(ticket)
+              return .run
+            }
             state.waiting.update(place.id) { $0.continuation = continuation }
             return .wait
           }
