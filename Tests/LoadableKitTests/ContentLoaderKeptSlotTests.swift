@@ -151,4 +151,44 @@ struct ContentLoaderKeptSlotTests {
     busyClaim.end()
   }
 
+  /// "Demand passes from key to key, and through a plain loadable between two keys only upward:
+  /// the plain loadable's task is raised ... so a key behind it keeps the higher rank": a key whose
+  /// slot is kept waits for a plain loadable that waits for key 2. The key is raised to visible
+  /// after the plain loadable joined key 2 at the prefetch rank: key 2 stays prefetch, its task
+  /// cannot borrow the kept (now visible) slot, and the two wait for each other for good.
+  @Test func aRaiseThroughAPlainLoadableReachesTheKeyBehindIt() async throws {
+    let source = KeyedSource()
+    let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { try await source.load($0) })
+    let running = loader.begin(0)
+    await source.waitForStarts(1)
+    let late = Gate()
+    let key1 = loader.loadable(for: 1)
+    key1.addDependency(AsyncLoadable<String> {
+      await late.wait()
+      return try await loader.loadable(for: 2).fetchIfNeeded()
+    })
+    let slow = Gate()
+    let key2 = loader.loadable(for: 2) as! Loader.KeyedLoadable
+    key2.addDependency(AsyncLoadable<Int> {
+      await slow.wait()
+      return 0
+    })
+    let first = loader.begin(1, priority: .prefetch)  // a place in the queue; its task loads its dependency
+    await eventually { loader.limiter!.waitingCount == 1 }
+    source.resolve(0, "zero", version: 1)  // the slot is kept for key 1
+    await eventually { loader.limiter!.state.withLock { $0.granted.count == 1 } }
+    late.open()  // the plain loadable waits for key 2 (started by it, no place yet), at the prefetch rank
+    await eventually { loader.withState { _ in key2.waiting != nil } }
+    first.priority = .visible  // key 1, and the plain loadable's task, are raised
+    slow.open()  // key 2's task comes for a slot
+    await eventually {
+      source.stats.startedPerKey[2] == 1 || loader.limiter!.state.withLock { $0.waiting.contains { $0.element.continuation != nil } }
+    }
+    await eventually(2_000, timeout: .seconds(3)) { source.stats.startedPerKey[2] == 1 }
+    let rank = loader.withState { _ in key2.loadPriority }
+    #expect(source.stats.startedPerKey[2] == 1, "key 2 never started (ranked \(rank)): key 1 keeps the slot and waits for it")
+    first.end()
+    running.end()
+    _ = key1
+  }
 }

@@ -50,7 +50,14 @@ extension AsyncLoadable {
     } onPriorityEscalated: { _, priority in
       // Called synchronously by the runtime, within the escalated task's status lock: a long chain
       // must not escalate one level inside the other (the trampoline queues what is past 32).
-      Trampoline.run { self.escalateRunningAttempt(to: priority) }
+      Trampoline.run {
+        self.escalateRunningAttempt(to: priority)
+        // A key ranks its load by its dependents' demand: a dependent that is no key passes its
+        // raise on to that rank too (a key's own rank reaches its upstreams through the loader).
+        if !(context.owner is any DemandRanked), let key = self as? any DemandRanked {
+          key.dependentRaised(context, to: priority)
+        }
+      }
     }
   }
 

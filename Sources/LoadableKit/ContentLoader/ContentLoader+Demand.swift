@@ -16,6 +16,9 @@ protocol DemandRanked: AnyObject, Sendable {
   var currentDemand: (priority: ClaimPriority, version: UInt64) { get }
   /// The attempt `dependent` waits for this key's load with a new demand.
   func dependentDemandChanged(_ dependent: AttemptContext)
+  /// `dependent`, an attempt that is no key (its demand is its task's priority), had its task
+  /// raised to `priority` while it waits for this key's load.
+  func dependentRaised(_ dependent: AttemptContext, to priority: TaskPriority)
 }
 
 /// Who waits for a key's running load, by demand (under the loader's lock). Kept only while
@@ -116,6 +119,21 @@ extension ContentLoader.KeyedLoadable: DemandRanked {
   func dependentDemandChanged(_ dependent: AttemptContext) {
     let demand = Self.demand(of: dependent)
     loader?.changeDemand(on: self) { $0.update(ObjectIdentifier(dependent), to: demand.priority, version: demand.version) }
+  }
+
+  /// A plain loadable's attempt between two keys recorded its demand, its task's priority, when it
+  /// joined; when a raise of the key above reaches its task (its wait's escalation handler), the
+  /// recorded demand rises with it — never falls: demand passes through a plain loadable only
+  /// upward. (Without it, a key whose slot is kept, raised while its plain dependency waited for a
+  /// key queued behind it, kept that key at the old rank, unable to borrow the slot: both waited
+  /// for good.)
+  func dependentRaised(_ dependent: AttemptContext, to priority: TaskPriority) {
+    let raised = ClaimPriority(demandOf: priority)
+    loader?.changeDemand(on: self) { waiting in
+      let id = ObjectIdentifier(dependent)
+      guard let recorded = waiting.dependents[id], raised > recorded.priority else { return }
+      waiting.update(id, to: raised, version: recorded.version)
+    }
   }
 
   /// Tells the keys this key's running attempt waits for that its demand changed (after the
