@@ -13,41 +13,18 @@ struct ContentLoaderKeptSlotTests {
   /// before the slot was kept for key 1, and its task came after: it waits in the queue while the
   /// kept slot's load (key 1) waits for key 2.
   @Test func aReservedPlacesTaskBorrowsAKeptSlotThatIsNotMoreUrgent() async throws {
-    let source = KeyedSource()
-    let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { try await source.load($0) })
-    let running = loader.begin(0)
-    await source.waitForStarts(1)
-    let late = Gate()
-    let key1 = loader.loadable(for: 1)
-    key1.addDependency(AsyncLoadable<String> {
-      await late.wait()
-      return try await loader.loadable(for: 2).fetchIfNeeded()
-    })
-    let slow = Gate()
-    let key2 = loader.loadable(for: 2)
-    key2.addDependency(AsyncLoadable<Int> {
-      await slow.wait()
-      return 0
-    })
-    let first = loader.begin(1)  // visible: a place in the queue; its task loads its dependency first
-    let second = loader.begin(2)  // visible: a place behind it; its task comes once `slow` opens
-    await eventually { loader.limiter!.waitingCount == 2 }
-    source.resolve(0, "zero", version: 1)  // the slot is kept for key 1 (first among equals)
-    await eventually { loader.limiter!.state.withLock { $0.granted.count == 1 } }
-    late.open()  // key 1's dependency waits for key 2
-    slow.open()  // key 2's task comes for its place: every slot taken, the kept one's load as urgent
-    // Either key 2 started, or its task waits in the queue (then nothing else can move).
-    await eventually {
-      source.stats.startedPerKey[2] == 1
-        || loader.limiter!.state.withLock { $0.waiting.contains { $0.element.continuation != nil } }
-    }
-    await eventually(2_000, timeout: .seconds(3)) { source.stats.startedPerKey[2] == 1 }
-    #expect(source.stats.startedPerKey[2] == 1, "key 2 never started: key 1 keeps the slot and waits for it")
-    #expect(loader.limiter!.state.withLock { ($0.granted.count, $0.waiting.count) } == (0, 1))
+    let keys = await KeyOneWaitsForKeyTwo(key2WaitsForSlow: true)
+    let first = keys.loader.begin(1)  // visible: a place in the queue; its task loads its dependency first
+    let second = keys.loader.begin(2)  // visible: a place behind it; its task comes once `slow` opens
+    await eventually { keys.loader.limiter!.waitingCount == 2 }
+    await keys.keepTheSlotForKeyOne()  // first among equals
+    keys.late.open()  // key 1's dependency waits for key 2
+    keys.slow.open()  // key 2's task comes for its place: every slot taken, the kept one's load as urgent
+    #expect(await keys.keyTwoStarts(), "key 2 never started: key 1 keeps the slot and waits for it")
+    #expect(keys.loader.limiter!.state.withLock { ($0.granted.count, $0.waiting.count) } == (0, 1))
     first.end()
     second.end()
-    running.end()
-    _ = (key1, key2)
+    keys.running.end()
   }
 
   /// "A keyed upstream ... is ranked in that loader's queue by the highest demand of whoever waits
@@ -157,38 +134,65 @@ struct ContentLoaderKeptSlotTests {
   /// after the plain loadable joined key 2 at the prefetch rank: key 2 stays prefetch, its task
   /// cannot borrow the kept (now visible) slot, and the two wait for each other for good.
   @Test func aRaiseThroughAPlainLoadableReachesTheKeyBehindIt() async throws {
-    let source = KeyedSource()
+    let keys = await KeyOneWaitsForKeyTwo(key2WaitsForSlow: true)
+    let first = keys.loader.begin(1, priority: .prefetch)  // a place in the queue; its task loads its dependency
+    await eventually { keys.loader.limiter!.waitingCount == 1 }
+    await keys.keepTheSlotForKeyOne()
+    keys.late.open()  // the plain loadable waits for key 2 (started by it, no place yet), at the prefetch rank
+    await eventually { keys.loader.withState { _ in keys.key2.waiting != nil } }
+    first.priority = .visible  // key 1, and the plain loadable's task, are raised
+    keys.slow.open()  // key 2's task comes for a slot
+    let started = await keys.keyTwoStarts()
+    let rank = keys.loader.withState { _ in keys.key2.loadPriority }
+    #expect(started, "key 2 never started (ranked \(rank)): key 1 keeps the slot and waits for it")
+    first.end()
+    keys.running.end()
+  }
+}
+
+/// A loader with one slot, taken by key 0's load until ``keepTheSlotForKeyOne()``; key 1, whose
+/// dependency (a plain loadable) waits for key 2 once `late` opens; and key 2, whose task comes for
+/// a slot at once or, with `key2WaitsForSlow`, once `slow` opens (its own dependency first).
+struct KeyOneWaitsForKeyTwo {
+  let source = KeyedSource()
+  let loader: Loader
+  let running: Loader.Claim
+  let late = Gate()
+  let slow = Gate()
+  let key1: AsyncLoadable<String>
+  let key2: Loader.KeyedLoadable
+
+  init(key2WaitsForSlow: Bool) async {
+    let source = source
     let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { try await source.load($0) })
-    let running = loader.begin(0)
+    self.loader = loader
+    running = loader.begin(0)
     await source.waitForStarts(1)
-    let late = Gate()
-    let key1 = loader.loadable(for: 1)
+    let late = late
+    key1 = loader.loadable(for: 1)
     key1.addDependency(AsyncLoadable<String> {
       await late.wait()
       return try await loader.loadable(for: 2).fetchIfNeeded()
     })
-    let slow = Gate()
-    let key2 = loader.loadable(for: 2) as! Loader.KeyedLoadable
-    key2.addDependency(AsyncLoadable<Int> {
-      await slow.wait()
-      return 0
-    })
-    let first = loader.begin(1, priority: .prefetch)  // a place in the queue; its task loads its dependency
-    await eventually { loader.limiter!.waitingCount == 1 }
-    source.resolve(0, "zero", version: 1)  // the slot is kept for key 1
-    await eventually { loader.limiter!.state.withLock { $0.granted.count == 1 } }
-    late.open()  // the plain loadable waits for key 2 (started by it, no place yet), at the prefetch rank
-    await eventually { loader.withState { _ in key2.waiting != nil } }
-    first.priority = .visible  // key 1, and the plain loadable's task, are raised
-    slow.open()  // key 2's task comes for a slot
-    await eventually {
-      source.stats.startedPerKey[2] == 1 || loader.limiter!.state.withLock { $0.waiting.contains { $0.element.continuation != nil } }
+    key2 = loader.loadable(for: 2) as! Loader.KeyedLoadable
+    if key2WaitsForSlow {
+      let slow = slow
+      key2.addDependency(AsyncLoadable<Int> {
+        await slow.wait()
+        return 0
+      })
     }
+  }
+
+  /// Key 0's load returns: its slot is kept for key 1, whose task loads its dependency first.
+  func keepTheSlotForKeyOne() async {
+    source.resolve(0, "zero", version: 1)
+    await eventually { loader.limiter!.state.withLock { $0.granted.count == 1 } }
+  }
+
+  /// Whether key 2's load starts (bounded: were it never to, both keys wait for good).
+  func keyTwoStarts() async -> Bool {
     await eventually(2_000, timeout: .seconds(3)) { source.stats.startedPerKey[2] == 1 }
-    let rank = loader.withState { _ in key2.loadPriority }
-    #expect(source.stats.startedPerKey[2] == 1, "key 2 never started (ranked \(rank)): key 1 keeps the slot and waits for it")
-    first.end()
-    running.end()
-    _ = key1
+    return source.stats.startedPerKey[2] == 1
   }
 }

@@ -154,27 +154,15 @@ struct ContentLoaderRankTests {
   /// which ranks it visible): nothing lent it the slot, and the two waited for each other for good
   /// (helper 40).
   @Test func aWaitingTaskRaisedToAKeptSlotsRankBorrowsIt() async throws {
-    let source = KeyedSource()
-    let loader = Loader(idleTimeout: nil, maximumConcurrentLoads: 1, load: { try await source.load($0) })
-    let running = loader.begin(0)
-    await source.waitForStarts(1)
-    let late = Gate()
-    let key1 = loader.loadable(for: 1)
-    key1.addDependency(AsyncLoadable<String> {
-      await late.wait()
-      return try await loader.loadable(for: 2).fetchIfNeeded()
-    })
-    let first = loader.begin(1)  // visible: a place in the queue; its task loads its dependency first
-    let second = loader.begin(2, priority: .background)  // a place in the queue; its task comes for it
-    await eventually { loader.limiter!.state.withLock { $0.waiting.contains { $0.element.continuation != nil } } }
-    source.resolve(0, "zero", version: 1)  // the slot is kept for key 1 (visible), not lent to 2
-    await eventually { loader.limiter!.state.withLock { $0.granted.count == 1 } }
-    late.open()  // key 1's dependency now waits for key 2: key 2 is ranked visible
-    await eventually(2_000, timeout: .seconds(3)) { source.stats.startedPerKey[2] == 1 }
-    #expect(source.stats.startedPerKey[2] == 1, "key 2 never started: key 1 keeps the slot and waits for it")
+    let keys = await KeyOneWaitsForKeyTwo(key2WaitsForSlow: false)
+    let first = keys.loader.begin(1)  // visible: a place in the queue; its task loads its dependency first
+    let second = keys.loader.begin(2, priority: .background)  // a place in the queue; its task comes for it
+    await eventually { keys.loader.limiter!.state.withLock { $0.waiting.contains { $0.element.continuation != nil } } }
+    await keys.keepTheSlotForKeyOne()  // visible: not lent to key 2's background task
+    keys.late.open()  // key 1's dependency now waits for key 2: key 2 is ranked visible
+    #expect(await keys.keyTwoStarts(), "key 2 never started: key 1 keeps the slot and waits for it")
     first.end()
     second.end()
-    running.end()
-    _ = key1
+    keys.running.end()
   }
 }
