@@ -174,7 +174,7 @@ struct ContentLoaderExecutorTests {
     executor.runReady()  // keys 2 and 3's tasks come for a slot and wait for one
     #expect(started.values.isEmpty)
     #expect(limiter.counts == (waiting: 2, running: 2))
-    #expect(limiter.state.withLock { $0.waiting.allSatisfy { $0.element.continuation != nil } })
+    #expect(limiter.state.withLock(owner: limiter) { $0.waiting.allSatisfy { $0.element.continuation != nil } })
     prefetch.cancel()  // one change: both granted places are given back
     executor.runReady()
     #expect(started.values.prefix(2).sorted() == [2, 3], "a waiting task was not handed its slot")

@@ -21,7 +21,7 @@ struct ContentLoaderKeptSlotTests {
     keys.late.open()  // key 1's dependency waits for key 2
     keys.slow.open()  // key 2's task comes for its place: every slot taken, the kept one's load as urgent
     #expect(await keys.keyTwoStarts(), "key 2 never started: key 1 keeps the slot and waits for it")
-    #expect(keys.loader.limiter!.state.withLock { ($0.granted.count, $0.waiting.count) } == (0, 1))
+    #expect(keys.loader.limiter!.state.withLock(owner: keys.loader.limiter!) { ($0.granted.count, $0.waiting.count) } == (0, 1))
     first.end()
     second.end()
     keys.running.end()
@@ -81,7 +81,7 @@ struct ContentLoaderKeptSlotTests {
     let visible = loader.begin(2)  // a place in the queue; its task comes for it at once
     await eventually {
       source.stats.startedPerKey[2] == 1
-        || loader.limiter!.state.withLock { $0.waiting.contains { $0.element.continuation != nil } }
+        || loader.limiter!.state.withLock(owner: loader.limiter!) { $0.waiting.contains { $0.element.continuation != nil } }
     }
     late.open()  // the prefetched key's task comes for its slot
     await source.waitForStarts(1)
@@ -187,7 +187,7 @@ struct KeyOneWaitsForKeyTwo {
   /// Key 0's load returns: its slot is kept for key 1, whose task loads its dependency first.
   func keepTheSlotForKeyOne() async {
     source.resolve(0, "zero", version: 1)
-    await eventually { loader.limiter!.state.withLock { $0.granted.count == 1 } }
+    await eventually { loader.limiter!.state.withLock(owner: loader.limiter!) { $0.granted.count == 1 } }
   }
 
   /// Whether key 2's load starts (bounded: were it never to, both keys wait for good).

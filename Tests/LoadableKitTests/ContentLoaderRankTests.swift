@@ -157,7 +157,7 @@ struct ContentLoaderRankTests {
     let keys = await KeyOneWaitsForKeyTwo(key2WaitsForSlow: false)
     let first = keys.loader.begin(1)  // visible: a place in the queue; its task loads its dependency first
     let second = keys.loader.begin(2, priority: .background)  // a place in the queue; its task comes for it
-    await eventually { keys.loader.limiter!.state.withLock { $0.waiting.contains { $0.element.continuation != nil } } }
+    await eventually { keys.loader.limiter!.state.withLock(owner: keys.loader.limiter!) { $0.waiting.contains { $0.element.continuation != nil } } }
     await keys.keepTheSlotForKeyOne()  // visible: not lent to key 2's background task
     keys.late.open()  // key 1's dependency now waits for key 2: key 2 is ranked visible
     #expect(await keys.keyTwoStarts(), "key 2 never started: key 1 keeps the slot and waits for it")
