@@ -19,13 +19,14 @@ extension ContentLoaderState {
   }
 
   /// `entry`'s load is ranked by its claims and whoever waits for it as they are now, whatever rank
-  /// its place had: a key's first claim joining a load already under way. Told as a raise: a
-  /// lower rank than the place's is none, but a task is never lowered.
-  mutating func rankAnew(_ entry: Entry, _ effects: inout Effects) {
+  /// its place had: a key's first claim joining a load already under way (`raised`: told as a
+  /// raise — a lower rank than the place's is none, but a task is never lowered), or its last
+  /// claim's interest gone while others wait (it drops back; `raised` false).
+  mutating func rankAnew(_ entry: Entry, raised: Bool = true, _ effects: inout Effects) {
     let priority = entry.loadPriority
     entry.demandVersion &+= 1
     effects.grantedSlots.append(contentsOf: limiter?.reprioritize(entry.slotTicket, to: priority) ?? [])
-    effects.reprioritized.append((entry, priority, true))
+    effects.reprioritized.append((entry, priority, raised))
   }
 
   /// `attempt` of `entry` is over: a place still reserved for it — its task never came for the
