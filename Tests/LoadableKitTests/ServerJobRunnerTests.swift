@@ -226,15 +226,22 @@ struct ServerJobRunnerTests {
     return (job, server, manager)
   }
 
-  /// A job paused in this process (its work waiting for its next poll) is checked too, and its
-  /// work goes on from what the check recorded: no server message twice.
-  @Test func aCheckOfAPausedJobInThisProcessIsWhereItsWorkGoesOnFrom() async throws {
+  /// A managed job whose server job executes, paused by `pauseAll()` while its work waits for its
+  /// t=3 poll.
+  func pausedWaitingForItsPoll() async throws -> (job: Job<RemoteWork>, server: FakeJobServer, manager: JobManager) {
     let (job, server, manager) = try managedRemoteJob()
     server.update { $0.state = .executing }
     job.start()
     try await expectSleep(until: 1)
     try await clock.waitForSleepers(1)
-    await manager.pauseAll()  // waiting for the t=3 poll, paused
+    await manager.pauseAll()
+    return (job, server, manager)
+  }
+
+  /// A job paused in this process (its work waiting for its next poll) is checked too, and its
+  /// work goes on from what the check recorded: no server message twice.
+  @Test func aCheckOfAPausedJobInThisProcessIsWhereItsWorkGoesOnFrom() async throws {
+    let (job, server, manager) = try await pausedWaitingForItsPoll()
     server.update { $0.post("Packaging 3 layers") }
     let checks = try await bounded { await manager.checkServerJobs() }
     #expect(checks.map(\.id) == ["map"])
@@ -766,12 +773,7 @@ extension ServerJobRunnerTests {
   /// the app goes to the background): it read the checkpoint the check saved after its pause
   /// point, and asked for the status all the same (the review of 5384735, helper 38).
   @Test func aJobPausedWaitingForItsPollFetchesOnlyTheResultAfterACheckFoundItSucceeded() async throws {
-    let (job, server, manager) = try managedRemoteJob()
-    server.update { $0.state = .executing }
-    job.start()
-    try await expectSleep(until: 1)
-    try await clock.waitForSleepers(1)
-    await manager.pauseAll()  // waiting for the t=3 poll, paused
+    let (job, server, manager) = try await pausedWaitingForItsPoll()
     server.update { $0.state = .succeeded }
     let checks = try await bounded { await manager.checkServerJobs() }
     #expect(try checks.first?.result.get().state == .succeeded)
