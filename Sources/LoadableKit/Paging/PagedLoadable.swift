@@ -239,34 +239,45 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
   /// it is for them (so callers share it, and its failure sticks), otherwise a new one that
   /// supersedes it. A new one gets this loadable's ``AsyncLoadable/loadOptions`` and
   /// ``AsyncLoadable/instrument``: a page's request retries and times out as the first page's does.
+  ///
+  /// The slot's cursor is compared outside the slots' lock (`==` is the app's code), and the new
+  /// load takes the slot only if it still holds the load compared; otherwise it compares again.
   private func pageLoad(
     toward direction: PageDirection, cursor: Cursor?, content: PagedContent<Cursor, Item>
   ) -> PageLoadable<Cursor, Item> {
-    func isFor(_ page: PageLoadable<Cursor, Item>?) -> Bool {
-      guard let page else { return false }
-      return page.generation == content.generation && page.cursor == cursor
+    var fresh: PageLoadable<Cursor, Item>?
+    while true {
+      let current = slots.withLock(owner: self) { $0[direction] }
+      if let current, current.generation == content.generation, current.cursor == cursor { return current }
+      let page = fresh ?? makePageLoad(toward: direction, cursor: cursor, content: content)
+      fresh = page
+      let taken = slots.withLock(owner: self) { slots -> (took: Bool, replaced: PageLoadable<Cursor, Item>?) in
+        guard slots[direction] === current else { return (false, nil) }  // another caller was first
+        defer { slots[direction] = page }
+        slots[direction]?.markRetired(.superseded)
+        return (true, slots[direction])
+      }
+      guard taken.took else { continue }
+      if let replaced = taken.replaced {
+        replaced.retire()
+        pageStatusDidChange(direction)
+      }
+      return page
     }
-    if let current = slots.withLock(owner: self, { slots in isFor(slots[direction]) ? slots[direction] : nil }) {
-      return current
-    }
-    // Made outside the slot's lock: it reads this loadable's settings under the state's lock.
+  }
+
+  /// A new page load, with this loadable's options and instrument. Made outside the slots' lock:
+  /// it reads this loadable's settings under the state's lock.
+  private func makePageLoad(
+    toward direction: PageDirection, cursor: Cursor?, content: PagedContent<Cursor, Item>
+  ) -> PageLoadable<Cursor, Item> {
     let fresh = PageLoadable(owner: self, direction: direction, cursor: cursor, content: content, fetch: fetch)
     if let settings = state.withLock(owner: self, { $0.extras?.settings }), settings.options != nil || settings.instrument != nil {
       fresh.withState { state in
         state.more.settings = LoadableSettings(options: settings.options, name: nil, instrument: settings.instrument)
       }
     }
-    let (page, replaced) = slots.withLock(owner: self) { slots -> (PageLoadable<Cursor, Item>, PageLoadable<Cursor, Item>?) in
-      if isFor(slots[direction]), let current = slots[direction] { return (current, nil) }  // another caller was first
-      defer { slots[direction] = fresh }
-      slots[direction]?.markRetired(.superseded)
-      return (fresh, slots[direction])
-    }
-    if let replaced {
-      replaced.retire()
-      pageStatusDidChange(direction)
-    }
-    return page
+    return fresh
   }
 
   private func cancelPage(toward direction: PageDirection) {
@@ -320,17 +331,24 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
   func pageLanded(_ page: Page<Cursor, Item>, from load: PageLoadable<Cursor, Item>) {
     let direction = load.direction
     guard slots.withLock(owner: self, { $0[direction] === load }) else { return }
-    let maximumPages = maximumPages
-    let (effects, droppedFarEnd) = withState { state -> (LoadStateMachine.Effects, Bool) in
-      guard var content = state.content(as: PagedContent<Cursor, Item>.self), content.generation == load.generation
-      else { return (LoadStateMachine.Effects(), false) }
+    // The pages are extended outside the lock (comparing and hashing cursors is the app's code),
+    // and stored if the pages held are still the ones extended; otherwise extended again.
+    var droppedFarEnd = false
+    while true {
+      guard let box = withState({ $0.contentBox }) else { break }
+      var content = ContentBox<PagedContent<Cursor, Item>>.unbox(box)
+      guard content.generation == load.generation else { break }
       let held = content.pages.count
-      guard content.insert(page, loadedWith: load.cursor, toward: direction, maximumPages: maximumPages)
-      else { return (LoadStateMachine.Effects(), false) }
+      guard content.insert(page, loadedWith: load.cursor, toward: direction, maximumPages: maximumPages) else { break }
       // The old pages are released with the effects, after the lock: an item's `deinit` is user code.
-      return (state.update(.success(ContentBox(content))).effects, content.pages.count == held)
+      let effects = withState { state -> LoadStateMachine.Effects? in
+        state.contentBox === box ? state.update(.success(ContentBox(content))).effects : nil
+      }
+      guard let effects else { continue }
+      perform(consume effects)
+      droppedFarEnd = content.pages.count == held
+      break
     }
-    perform(consume effects)
     let emptied = slots.withLock(owner: self) { slots -> Bool in
       guard slots[direction] === load else { return false }
       slots[direction] = nil
