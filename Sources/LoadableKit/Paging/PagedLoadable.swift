@@ -285,14 +285,22 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
     // drops it too, and its result with it.
     guard let page = slots.withLock(owner: self, { $0[direction] }), [.loading, .loaded].contains(page.withState({ $0.status }))
     else { return }
-    let removed = slots.withLock(owner: self) { slots -> PageLoadable<Cursor, Item>? in
-      guard slots[direction] === page else { return nil }
+    emptySlot(direction, ifHolding: page, retiring: .cancelled)
+  }
+
+  /// Empties `direction`'s slot if it still holds `load` — marking it retired for `reason`, if
+  /// any, in the same step, and then cancelling it — and tells the observers.
+  private func emptySlot(
+    _ direction: PageDirection, ifHolding load: PageLoadable<Cursor, Item>, retiring reason: PageLoadable<Cursor, Item>.Retirement? = nil
+  ) {
+    let emptied = slots.withLock(owner: self) { slots -> Bool in
+      guard slots[direction] === load else { return false }
       slots[direction] = nil
-      page.markRetired(.cancelled)
-      return page
+      if let reason { load.markRetired(reason) }
+      return true
     }
-    guard let removed else { return }
-    removed.retire()
+    guard emptied else { return }
+    if reason != nil { load.retire() }
     pageStatusDidChange(direction)
   }
 
@@ -349,12 +357,7 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
       droppedFarEnd = content.pages.count == held
       break
     }
-    let emptied = slots.withLock(owner: self) { slots -> Bool in
-      guard slots[direction] === load else { return false }
-      slots[direction] = nil
-      return true
-    }
-    if emptied { pageStatusDidChange(direction) }
+    emptySlot(direction, ifHolding: load)
     if droppedFarEnd { forgetFailedPageLoad(toward: direction.opposite) }
   }
 
@@ -372,12 +375,7 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
     {
       return
     }
-    let forgotten = slots.withLock(owner: self) { slots -> Bool in
-      guard slots[direction] === failed else { return false }
-      slots[direction] = nil
-      return true
-    }
-    if forgotten { pageStatusDidChange(direction) }
+    emptySlot(direction, ifHolding: failed)
   }
 
   /// The page loads under way or failed, under the dependencies in the dependency tree (marked
