@@ -48,6 +48,12 @@ import Synchronization
 /// walks the limiter's queue, O(waiting)). Streams are bounded by default: a claim's ``Claim/updates`` keeps the latest
 /// snapshot only, ``events`` the newest 1,000 events; both take a buffering policy.
 ///
+/// - Precondition: `Key`'s `==` and `hash(into:)` and `Version`'s comparisons do not call into the
+///   loader or its keys' loadables: a key is looked up, and versions are compared, under the
+///   loader's locks (on every claim), where such a call stops the process ("Recursive call to lock
+///   Mutex"). Keys and versions are values — strings, ids, URLs, dates, counters — whose equality
+///   and hashing read only themselves.
+///
 /// See <doc:LoadingKeyedContent> for the detailed design.
 public final class ContentLoader<Key: Hashable & Sendable, Value: Sendable, Version: Comparable & Sendable>: Sendable {
   @usableFromInline typealias State = ContentLoaderState<Key, Value, Version>
