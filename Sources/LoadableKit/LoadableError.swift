@@ -31,6 +31,9 @@ public struct LoadableError: Error, Hashable, Sendable, CustomStringConvertible 
     public static let timedOut = Code(rawValue: "timedOut")
     /// A paged source returned a next cursor it had already returned: following it would loop.
     public static let repeatedCursor = Code(rawValue: "repeatedCursor")
+    /// A paged source returned, for the cursor of a page dropped before the pages held, a page
+    /// that does not lead to the first page held: the source changed since; a refresh loads it anew.
+    public static let sourceMoved = Code(rawValue: "sourceMoved")
   }
 
   /// The stable code of this error; equality and hashing use only the code.
@@ -68,5 +71,11 @@ public struct LoadableError: Error, Hashable, Sendable, CustomStringConvertible 
   /// ``PagedLoadable`` fails that page with this error rather than load the same pages forever.
   public static var repeatedCursor: LoadableError {
     LoadableError(code: .repeatedCursor, message: "the source returned a next cursor it had returned before")
+  }
+  /// A paged source returned, for a page dropped before the pages held, a page that no longer
+  /// leads to the first page held (items were added or removed since): a ``PagedLoadable`` fails
+  /// that previous page with this error rather than hold pages that do not line up.
+  public static var sourceMoved: LoadableError {
+    LoadableError(code: .sourceMoved, message: "the source changed: the previous page no longer leads to the pages held")
   }
 }

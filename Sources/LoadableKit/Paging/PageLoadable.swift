@@ -29,6 +29,12 @@ final class PageLoadable<Cursor: Hashable & Sendable, Item: Sendable>: AsyncLoad
   /// Weak: the paged loadable holds this page in its slot. Set once, in `init`.
   weak let owner: PagedLoadable<Cursor, Item>?
   private let retirementCode = Atomic<UInt8>(Retirement.none.rawValue)
+  /// Set, under the slots' lock, by the step of ``PagedLoadable/pageLanded(_:from:)`` that goes on
+  /// to add its page: a cancel from then on is too late.
+  let isLanding = Atomic<Bool>(false)
+  /// For a previous page, the cursor of the first page held when it was made: the page it loads
+  /// must lead to it.
+  let bordering: Cursor?
 
   init(
     owner: PagedLoadable<Cursor, Item>, direction: PageDirection, cursor: Cursor?, content: PagedContent<Cursor, Item>,
@@ -39,6 +45,7 @@ final class PageLoadable<Cursor: Hashable & Sendable, Item: Sendable>: AsyncLoad
     self.cursor = cursor
     self.generation = content.generation
     self.seenCursors = content.seenCursors
+    self.bordering = direction == .previous ? content.cursors.first ?? nil : nil
     self.fetch = fetch
     super.init()
   }
@@ -64,6 +71,11 @@ final class PageLoadable<Cursor: Hashable & Sendable, Item: Sendable>: AsyncLoad
     let page = try await fetch(cursor)
     if direction == .next, let cursor, let next = page.nextCursor, next == cursor || seenCursors.contains(next) {
       throw LoadableError(code: .repeatedCursor, message: "the source returned the next cursor \(next) a second time")
+    }
+    if direction == .previous, let bordering, page.nextCursor != bordering {
+      throw LoadableError(
+        code: .sourceMoved,
+        message: "the page before the first page held leads to \(page.nextCursor.map { "\($0)" } ?? "no page"), not to \(bordering)")
     }
     return page
   }

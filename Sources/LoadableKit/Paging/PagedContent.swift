@@ -92,7 +92,9 @@ public struct PagedContent<Cursor: Hashable & Sendable, Item: Sendable>: Sendabl
         droppedCursors.append(cursors.removeFirst())
       }
     case .previous:
-      guard let last = droppedCursors.last, last == cursor else { return false }
+      // It must lead to the first page held (``LoadableError/sourceMoved``).
+      guard let last = droppedCursors.last, last == cursor, let first = cursors.first, page.nextCursor == first
+      else { return false }
       droppedCursors.removeLast()
       pages.insert(page, at: 0)
       cursors.insert(cursor, at: 0)

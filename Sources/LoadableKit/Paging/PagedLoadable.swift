@@ -220,8 +220,9 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
       // own callers do.
       if let landed = page.loadedContent() { pageLanded(landed, from: page) }
     } catch {
-      // A refresh took the page's place: its callers wait for the fresh first page.
-      guard page.retirement == .superseded else { throw error }
+      // A refresh took the page's place: its callers wait for the fresh first page. Not a caller
+      // whose own task was cancelled: its wait ended for that, and it throws (SPEC §1).
+      guard page.retirement == .superseded, !Task.isCancelled else { throw error }
       if retry { try await retryLoad() } else { try await load() }
       return
     }
@@ -289,12 +290,14 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
   }
 
   /// Empties `direction`'s slot if it still holds `load` — marking it retired for `reason`, if
-  /// any, in the same step, and then cancelling it — and tells the observers.
+  /// any, in the same step, and then cancelling it — and tells the observers. A cancel leaves a
+  /// page load that is landing in its slot: its page is added, and its callers return.
   private func emptySlot(
     _ direction: PageDirection, ifHolding load: PageLoadable<Cursor, Item>, retiring reason: PageLoadable<Cursor, Item>.Retirement? = nil
   ) {
     let emptied = slots.withLock(owner: self) { slots -> Bool in
-      guard slots[direction] === load else { return false }
+      // A cancel is too late for a page load whose page is being added (``pageLanded(_:from:)``).
+      guard slots[direction] === load, reason != .cancelled || !load.isLanding.load(ordering: .relaxed) else { return false }
       slots[direction] = nil
       if let reason { load.markRetired(reason) }
       return true
@@ -338,28 +341,49 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
   /// to come adds nothing (the page no longer borders the pages held).
   func pageLanded(_ page: Page<Cursor, Item>, from load: PageLoadable<Cursor, Item>) {
     let direction = load.direction
-    guard slots.withLock(owner: self, { $0[direction] === load }) else { return }
+    // From this step on a cancel is too late: the page is being added (``cancelPage(toward:)``).
+    guard
+      slots.withLock(owner: self, { slots -> Bool in
+        guard slots[direction] === load else { return false }
+        load.isLanding.store(true, ordering: .relaxed)
+        return true
+      })
+    else { return }
     // The pages are extended outside the lock (comparing and hashing cursors is the app's code),
-    // and stored if the pages held are still the ones extended; otherwise extended again.
+    // and stored if the pages held are still the ones extended; otherwise extended again. Not
+    // while a refresh runs — its status hook, which supersedes the page loads, may not have run
+    // yet —: the page is dropped, and its callers wait for the fresh first page.
     var droppedFarEnd = false
+    var refreshing = false
     while true {
-      guard let box = withState({ $0.contentBox }) else { break }
-      var content = ContentBox<PagedContent<Cursor, Item>>.unbox(box)
+      guard let read = withState({ state in state.contentBox.map { (box: $0, loaded: state.status == .loaded) } }) else { break }
+      guard read.loaded else {
+        refreshing = true
+        break
+      }
+      var content = ContentBox<PagedContent<Cursor, Item>>.unbox(read.box)
       guard content.generation == load.generation else { break }
       let held = content.pages.count
       guard content.insert(page, loadedWith: load.cursor, toward: direction, maximumPages: maximumPages) else { break }
       // The old pages are released with the effects, after the lock: an item's `deinit` is user code.
-      let effects = withState { state -> LoadStateMachine.Effects? in
-        state.contentBox === box ? state.update(.success(ContentBox(content))).effects : nil
+      let stored = withState { state -> (effects: LoadStateMachine.Effects?, refreshing: Bool) in
+        guard state.status == .loaded else { return (nil, true) }
+        guard state.contentBox === read.box else { return (nil, false) }
+        return (state.update(.success(ContentBox(content))).effects, false)
       }
-      guard let effects else { continue }
+      if stored.refreshing {
+        refreshing = true
+        break
+      }
+      guard let effects = stored.effects else { continue }
       perform(consume effects)
       droppedFarEnd = content.pages.count == held
       break
     }
-    emptySlot(direction, ifHolding: load)
+    emptySlot(direction, ifHolding: load, retiring: refreshing ? .superseded : nil)
     if droppedFarEnd { forgetFailedPageLoad(toward: direction.opposite) }
   }
+
 
   /// A failed page load toward `direction` sticks (until a retry) only while its cursor is the one
   /// to load that way; once the bound dropped the page it bordered — before it failed or after —
