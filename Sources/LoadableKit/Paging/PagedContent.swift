@@ -92,9 +92,10 @@ public struct PagedContent<Cursor: Hashable & Sendable, Item: Sendable>: Sendabl
         droppedCursors.append(cursors.removeFirst())
       }
     case .previous:
-      // It must lead to the first page held (``LoadableError/sourceMoved``).
-      guard let last = droppedCursors.last, last == cursor, let first = cursors.first, page.nextCursor == first
-      else { return false }
+      // It leads to the first page held: its load checked that against the page that was first
+      // when it was made (``LoadableError/sourceMoved``), which is first still if its cursor is
+      // the nearest dropped one.
+      guard let last = droppedCursors.last, last == cursor else { return false }
       droppedCursors.removeLast()
       pages.insert(page, at: 0)
       cursors.insert(cursor, at: 0)
