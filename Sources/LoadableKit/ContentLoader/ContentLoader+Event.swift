@@ -2,7 +2,9 @@ extension ContentLoader {
   /// A change to one of a loader's keys, as delivered by ``ContentLoader/events``.
   ///
   /// Events are the delegate-style view of a loader: one stream tells about every key. They are
-  /// delivered in the order the changes happened, one per change, never merged.
+  /// delivered in the order the changes happened, one per change, never merged (but a load
+  /// cancelled and another started at once, before the loader read the key: see
+  /// <doc:LoadingKeyedContent>).
   ///
   /// ```swift
   /// for await event in loader.events {

@@ -61,6 +61,7 @@ extension ContentLoaderState {
   mutating func addSink(_ sink: Loader.Sink, to claim: Loader.Claim) -> (UInt64, Effects)? {
     guard let entry = claim.entry else { return nil }
     var effects = Effects()
+    sync(entry, &effects)  // as `observe` does
     let id = nextUniqueID()
     entry.sinks[claim.id, default: []].append(Loader.ClaimSink(id: id, sink: sink))
     entry.hasSinks = true

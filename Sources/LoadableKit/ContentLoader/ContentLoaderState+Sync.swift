@@ -1,5 +1,10 @@
 /// What a change of a key's loadable was, as the loader's events tell it.
-enum ShownChange { case loading, loaded, failed, cancelled, none }
+enum ShownChange {
+  case loading, loaded, failed, cancelled, none
+  /// The load shown ended — with a result, or failed — and the next one started after it, before
+  /// the loader read the key: both are told, the end first (``EndBefore``).
+  case loadedThenLoading, failedThenLoading
+}
 
 /// Keeping the claims' observers, the event streams and the idle lists in line with each key's
 /// loadable, and reading a key's snapshot.
@@ -29,15 +34,34 @@ extension ContentLoaderState {
     let read = (
       status: status, contentVersion: view.contentVersion, attempt: view.attempt,
       previousFinished: view.previousFinished,
-      failedByCancellation: status == .failed && view.snapshot.error is CancellationError
+      failedByCancellation: status == .failed && view.snapshot.error is CancellationError, endBefore: view.endBefore
     )
     let waiting = waitsForSlot(entry, status: status)
     guard let change = record(entry, previous: previous, read, waiting: waiting, &effects) else { return }
     let snapshot = snapshot(of: entry, view.snapshot, contentVersion: view.contentVersion, waiting: waiting)
     effects.released.snapshots.append(snapshot)
+    // The end of the load before this one, read together with this one's start: told first.
+    switch change {
+    case .loadedThenLoading:
+      if let value = snapshot.value, let version = snapshot.version {
+        var loaded = snapshot
+        (loaded.status, loaded.error, loaded.isWaitingForSlot) = (.loaded, nil, false)
+        effects.released.snapshots.append(loaded)
+        notifyClaims(entry, loaded, &effects)
+        emit(.loaded(entry.key, value, version), &effects)
+      }
+    case .failedThenLoading:
+      let error = view.errorBefore ?? CancellationError()
+      var failed = snapshot
+      (failed.status, failed.error, failed.isWaitingForSlot) = (.failed, error, false)
+      effects.released.snapshots.append(failed)
+      notifyClaims(entry, failed, &effects)
+      emit(.failed(entry.key, error), &effects)
+    default: break
+    }
     var event: Event?
     switch change {
-    case .loading:
+    case .loading, .loadedThenLoading, .failedThenLoading:
       if let value = snapshot.value, let version = snapshot.version {
         event = .loadingWithPriorValue(entry.key, value, version)
       } else {
@@ -60,7 +84,7 @@ extension ContentLoaderState {
     _ entry: Entry, previous: Loader.Shown,
     _ read: (
       status: LoadStatus, contentVersion: UInt64, attempt: Attempt?, previousFinished: Bool,
-      failedByCancellation: Bool
+      failedByCancellation: Bool, endBefore: EndBefore
     ), waiting: Bool, _ effects: inout Effects
   ) -> ShownChange? {
     // Read before the snapshot is built: a value delivered after this read is shown by the
@@ -82,7 +106,11 @@ extension ContentLoaderState {
       attemptEnded(entry, old, &effects)
       effects.releasedObjects.append(old)
     }
-    if previous.told, previous.waiting != waiting, entry.hasRegistrar.load(ordering: .acquiring) {
+    // An interim value is no change of the loadable's either (it holds results only): the
+    // claims' trackers are told of it as of the key's place in the queue.
+    if previous.told, previous.waiting != waiting || previous.interimMark != interimMark,
+      entry.hasRegistrar.load(ordering: .acquiring)
+    {
       enqueueKeyChanged(entry, &effects)
     }
     entry.shown = Loader.Shown(
@@ -91,6 +119,14 @@ extension ContentLoaderState {
     if totalCostLimit != nil { countCost(of: entry, at: read.contentVersion) }
     if let attempt = read.attempt, attempt !== previous.attempt {
       entry.attemptMark = nextUniqueID()
+      // The load shown ended and this one started after it, both before this read.
+      if !forgot, previous.attempt != nil, previous.status == .loading, read.previousFinished {
+        switch read.endBefore {
+        case .loaded where read.contentVersion != previous.contentVersion: return .loadedThenLoading
+        case .failed: return .failedThenLoading
+        default: break
+        }
+      }
       // A load that superseded the one shown (a refresh, SPEC §5) is no change to tell: the key
       // was loading and still is, with the same value.
       // A removal's fresh load is: the value went.

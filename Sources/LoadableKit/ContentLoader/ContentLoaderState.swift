@@ -439,6 +439,9 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   /// which a claim without an observer need not pay.
   @usableFromInline
   mutating func observe(_ claim: Loader.Claim, on entry: Entry, with sink: Loader.Sink, _ effects: inout Effects) {
+    // What the key did that was not told yet goes to the observers that were there (the new one's
+    // first snapshot shows the key as it is now, after it).
+    sync(entry, &effects)
     entry.sinks[claim.id] = [Loader.ClaimSink(id: nextUniqueID(), sink: sink)]
     entry.hasSinks = true
     enqueue(.snapshot(sink, snapshot(of: entry, &effects), first: true), &effects)

@@ -257,6 +257,9 @@ protocol AttemptDriver: AnyObject, Sendable {
   // The one-byte fields together (`runner` above them, `interest` below): in declaration order
   // they took 13 bytes of padding, and the attempt 16 bytes more of the allocator's.
   let intent: LoadIntent
+  /// Whether it took the place of a running attempt (a supersede): then its
+  /// ``previousOutcome`` is not how that attempt ended (see ``EndBefore``).
+  let tookARunningOnesPlace: Bool
   /// The attempt's task has returned (whether or not its result was used).
   @exclusivity(unchecked) @usableFromInline var finished = false
   /// Interest that is not a waiter: a `ContentLoader` key's claims hold one unit while they
@@ -291,6 +294,7 @@ protocol AttemptDriver: AnyObject, Sendable {
   init(id: UInt64, intent: LoadIntent, superseding old: RunningAttempt, forgetting: Bool = false) {
     self.id = id
     self.intent = intent
+    self.tookARunningOnesPlace = true
     self.standing = old.standing
     self.previousOutcome = forgetting ? .notLoaded : old.previousOutcome
     self.previousContent = forgetting ? nil : old.previousContent
@@ -307,6 +311,7 @@ protocol AttemptDriver: AnyObject, Sendable {
   init(id: UInt64, intent: LoadIntent, byDependent: Bool, after outcome: LoadStateMachine.Outcome, content: AnyContentBox?) {
     self.id = id
     self.intent = intent
+    self.tookARunningOnesPlace = false
     self.standing = byDependent ? .forDependents : .wanted
     self.previousOutcome = outcome
     self.previousContent = content
