@@ -62,7 +62,10 @@ extension Job {
   /// call at a time, and may call back into the job.
   ///
   /// The handlers are registered even when the job was already running; when it had already
-  /// finished, they run before this method returns. If the job is deallocated before it finishes,
+  /// finished, they run before this method returns — unless the job's observers are being
+  /// delivered to at that moment (the call is made from a handler, or another thread delivers):
+  /// then they run right after the deliveries queued before them, in order, possibly after this
+  /// method returned. If the job is deallocated before it finishes,
   /// `completion` gets `CancellationError`.
   ///
   /// ```swift

@@ -83,6 +83,11 @@ public final class JobManager: @unchecked Sendable {
 
   struct Writer {
     var observerID: UInt64 = 0
+    /// Whether ``JobManager/events`` reported the job's addition: until then the job's events
+    /// wait here (in order: one thread delivers a job's events at a time), so that none comes
+    /// before its `.added`. A restored job is reported from the start.
+    var announced = false
+    var early: [JobEvent] = []
     /// One writer at a time; a save asked for while it writes makes it write once more.
     var writing = RunAgainFlag()
     var isFlushScheduled = false
@@ -167,7 +172,10 @@ public final class JobManager: @unchecked Sendable {
       state.nextSequence = next
       state.idsLeftInPlace = leftInPlace
     }
-    for entry in restored { adopt(entry) }
+    for entry in restored {
+      entry.writer.withLock(owner: entry) { $0.announced = true }
+      adopt(entry)
+    }
     for entry in unplaced { save(entry) }
   }
 
@@ -291,10 +299,22 @@ public final class JobManager: @unchecked Sendable {
     } catch {
       state.withLock(owner: self) { $0.entries.removeAll { $0 === entry } }
       release(entry)
+      // The list held the job meanwhile: a tracker that read it then must hear that it is gone.
+      registrar.withMutation(of: self, keyPath: \.jobs) {}
       throw error as? JobError ?? JobError(code: .storeFailed, message: "\(error)", underlyingError: error)
     }
     registrar.withMutation(of: self, keyPath: \.jobs) {}
     emit(.added(id: entry.id))
+    // Then the job's events that came meanwhile, until none is left: later ones go out directly.
+    while true {
+      let early = entry.writer.withLock(owner: entry) { writer -> [JobEvent] in
+        if writer.early.isEmpty { writer.announced = true }
+        defer { writer.early = [] }
+        return writer.early
+      }
+      if early.isEmpty { break }
+      for event in early { emit(.job(id: entry.id, event)) }
+    }
     return ManagedJob(id: entry.id, job: job)
   }
 
@@ -473,7 +493,11 @@ public final class JobManager: @unchecked Sendable {
     case .event(.snapshot):
       return
     case .event(let event):
-      emit(.job(id: entry.id, event))
+      let now = entry.writer.withLock(owner: entry) { writer -> Bool in
+        if !writer.announced { writer.early.append(event) }
+        return writer.announced
+      }
+      if now { emit(.job(id: entry.id, event)) }
       if case .status = event { save(entry) } else { scheduleSave(entry) }
     case .checkpointSaved, .end:
       save(entry)

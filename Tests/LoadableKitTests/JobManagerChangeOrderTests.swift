@@ -1,0 +1,111 @@
+import Foundation
+@testable import LoadableKit
+import LoadableKitTesting
+import Observation
+import Synchronization
+import Testing
+
+/// A job manager's list and events, and a finished job's handlers, in the order the changes came.
+@Suite("JobManager: its list and events in order", .timeLimit(.minutes(1)))
+struct JobManagerChangeOrderTests {
+  /// JobManager.events "reports additions, removals, every job's status ..." — and the project's
+  /// own `eventsReportAdditionsChangesAndRemovals` expects `.added` before the job's statuses. But
+  /// `add(_:id:)` watches the job (adopt) and saves it before it emits `.added`, so a change of the
+  /// job in that window (here made from the store's save, deterministically; in an app, the job's
+  /// running work or another thread) reaches the stream as `.job(id, …)` before `.added(id)`.
+  @Test func aJobsEventsComeAfterItsAddition() async throws {
+    let store = StartingOnSaveStore()
+    let manager = try JobManager(registry: JobRegistry(CountingWork.self, ScriptedWork.self), store: store)
+    let events = manager.events
+    let job = Job(ScriptedWork(runs: [[]]))
+    store.jobToStart.withLock(owner: store) { $0 = job }
+    let id = try manager.add(job, id: "j").id
+    _ = try await job.output
+    var seen: [String] = []
+    for await event in events {
+      switch event {
+      case .added(let added): seen.append("added \(added)")
+      case .removed(let removed): seen.append("removed \(removed)")
+      case .job(let jobID, .status(let status)): seen.append("\(jobID) \(status)")
+      case .job, .saveFailed: break
+      }
+      if seen.last == "\(id) succeeded" { break }
+    }
+    #expect(seen == ["added j", "j started", "j succeeded"])
+  }
+
+  /// JobManager.jobs is "Observable (additions and removals)". `add(_:id:)` puts the job in the
+  /// list before its first save and takes it out again when that save fails, telling the registrar
+  /// of neither: a tracker that read `jobs` in between (from the store here; SwiftUI on the main
+  /// thread, in an app) saw the job and is never told that it is gone.
+  @Test func aTrackerThatSawAJobWhoseAddFailedIsTold() async throws {
+    let store = FailingTrackingStore()
+    let manager = try JobManager(registry: JobRegistry(CountingWork.self, ScriptedWork.self), store: store)
+    store.manager.withLock(owner: store) { $0 = manager }
+    #expect(throws: (any Error).self) { try manager.add(Job(ScriptedWork(runs: [[]])), id: "j") }
+    #expect(store.seen.values == [["j"]], "the tracker saw the job")
+    #expect(manager.jobs.isEmpty)
+    #expect(store.changes.count == 1, "the tracker was not told that the job is gone")
+  }
+
+  /// Job.start(statusHandler:completion:): "when it had already finished, they run before this
+  /// method returns — unless the job's observers are being delivered to at that moment (the call
+  /// is made from a handler, or another thread delivers): then they run right after the
+  /// deliveries queued before them, in order, possibly after this method returned". The doc said
+  /// "before this method returns" without the exception; a handler may call back into the job, and
+  /// running the new handlers inside the delivery under way would break "one call at a time".
+  @Test func handlersOfAFinishedJobAddedFromAHandlerRunAfterTheDeliveryUnderWay() async throws {
+    let job = Job(CountingWork(units: 1))
+    job.start()
+    _ = try await job.output
+    let order = Recorder<String>()
+    let outer = Counter()
+    job.start(statusHandler: { _ in
+      guard outer.increment() == 1 else { return }
+      job.start(statusHandler: { order.append("inner status \($0)") }, completion: { _ in order.append("inner completion") })
+      order.append("inner call returned")
+    }, completion: { _ in })
+    #expect(order.values == ["inner call returned", "inner status succeeded", "inner completion"])
+    // Outside a delivery, they run before the call returns.
+    let outside = Recorder<String>()
+    job.start(statusHandler: { outside.append("status \($0)") }, completion: { _ in outside.append("completion") })
+    outside.append("call returned")
+    #expect(outside.values == ["status succeeded", "completion", "call returned"])
+  }
+}
+
+final class FailingTrackingStore: JobStore, @unchecked Sendable {
+  struct Refused: Error {}
+  let manager = Mutex<JobManager?>(nil)
+  let seen = Recorder<[String]>()
+  let changes = Counter()
+  func loadAll() throws -> [JobStoreRecord] { [] }
+  func save(_ data: Data, id: String) throws {
+    if let manager = manager.withLock(owner: self, { $0 }) {
+      let changes = self.changes
+      let jobs = withObservationTracking { manager.jobs } onChange: { changes.increment() }
+      seen.append(jobs.map(\.id))
+    }
+    throw Refused()
+  }
+  func remove(id: String) throws {}
+  func setAside(id: String) throws {}
+}
+
+/// A store whose first save starts the job it is given (as the job's own work or another thread
+/// may change it while the manager adds it).
+final class StartingOnSaveStore: JobStore, @unchecked Sendable {
+  let jobToStart = Mutex<Job<ScriptedWork>?>(nil)
+  private let records = Mutex<[String: Data]>([:])
+  func loadAll() throws -> [JobStoreRecord] { [] }
+  func save(_ data: Data, id: String) throws {
+    records.withLock(owner: self) { $0[id] = data }
+    let job = jobToStart.withLock(owner: self) { job in
+      defer { job = nil }
+      return job
+    }
+    job?.start()
+  }
+  func remove(id: String) throws { _ = records.withLock(owner: self) { $0.removeValue(forKey: id) } }
+  func setAside(id: String) throws {}
+}
