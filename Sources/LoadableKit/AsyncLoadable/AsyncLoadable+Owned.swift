@@ -58,17 +58,22 @@ extension AsyncLoadable {
   nonisolated(nonsending) final func awaitOutcome() async throws -> Content {
     if let known = knownOutcome { return try known.get() }
     let waiterID = nextUniqueID()
-    let delivery = try await withTaskCancellationHandler {
+    let outcome = await withTaskCancellationHandler {
       defer { ContinuationHandoff.awaited() }
-      return try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine.Continuation) in
+      return await withUnsafeContinuation { (continuation: LoadStateMachine.Continuation) in
         let (answer, event) = withState {
           $0.joinOwnedAttempt((waiterID, .task(continuation)), callerCancelled: Task.isCancelled)
         }
-        if let answer { continuation.resume(with: answer) }
+        if let answer { continuation.resume(returning: answer) }
         AttemptContext.outside { deliver(event, contentChanged: false) }
       }
     } onCancel: {
       withdrawWaiter(waiterID)
+    }
+    let delivery: LoadDelivery
+    switch outcome {
+    case .success(let value): delivery = value
+    case .failure(let error): throw error
     }
     guard let content = delivery.content(as: Content.self) else { throw CancellationError() }
     return content

@@ -80,17 +80,17 @@ extension AsyncLoadable {
   nonisolated(nonsending) private final func wait(
     for request: LoadRequest, needsSync: Bool, waiterID: UInt64, from context: AttemptContext?
   ) async throws -> LoadStateMachine.Delivery {
-    try await withTaskCancellationHandler {
+    let outcome = await withTaskCancellationHandler {
       defer { ContinuationHandoff.awaited() }
-      return try await withUnsafeThrowingContinuation { (continuation: LoadStateMachine.Continuation) in
+      return await withUnsafeContinuation { (continuation: LoadStateMachine.Continuation) in
         let (decision, event) = withState {
           $0.decide(
             request, needsSync: needsSync, waiter: (waiterID, .task(continuation)),
             byDependent: context != nil, callerCancelled: Task.isCancelled)
         }
         switch decision {
-        case .content(let content): continuation.resume(returning: content)
-        case .failure(let error): continuation.resume(throwing: error)
+        case .content(let content): continuation.resume(returning: .success(content))
+        case .failure(let error): continuation.resume(returning: .failure(error))
         case .joined(let runner): escalateJoined(runner)
         case .none, .started: break
         }
@@ -101,6 +101,10 @@ extension AsyncLoadable {
       }
     } onCancel: {
       withdrawWaiter(waiterID)
+    }
+    switch outcome {
+    case .success(let delivery): return delivery
+    case .failure(let error): throw error
     }
   }
 

@@ -326,7 +326,11 @@ class CombinedLoadable<Content: Sendable>: DerivedLoadable<Content>, ContentList
     with outcome: DependencyGroup.Outcome
   ) {
     let result = outcome.flatMap { deliveries in
-      Result { () throws -> AnyContentBox in
+      // An attempt cancelled before its driver was attached (the cancel found no driver to tell:
+      // a source's observer cancelled it while the call that started it was still setting it up)
+      // is over: its transform does not run, and it derived nothing.
+      guard context.isOwnersRunningAttempt else { return Result<AnyContentBox, any Error>.failure(CancellationError()) }
+      return Result { () throws -> AnyContentBox in
         // The transform is user code, no part of the source's end that runs it here (a write it
         // makes inside a task-local of its own must not let another transform run inline in it).
         let box = try AttemptContext.runningCallbacks { try combineBoxed(deliveries: deliveries) }

@@ -58,7 +58,8 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
   typealias Step = @Sendable (AnyContentBox) throws -> (
     inner: AsyncLoadable<Inner>, finish: (@Sendable (AnyContentBox) -> AnyContentBox)?
   )
-  let step: Step
+  /// Only `deinit` changes it (to hand it to ``DeferredRelease``), when nothing else can read it.
+  @exclusivity(unchecked) private(set) var step: Step
   /// Made by `joined` rather than `flatMap` (for its name).
   let joins: Bool
   /// The attempt without a task that is running, with its priority and, once the transform ran,
@@ -70,6 +71,16 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     self.step = step
     self.joins = joins
     super.init(sources: [source])
+  }
+
+  deinit {
+    // The step holds the caller's transform and what it captured: often the loadable it returns
+    // (`layer.flatMap { _ in table }`), which may be the next link of a long chain. Handed to the
+    // loop of the outermost deinit on this thread, as the sources are (DerivedLoadable's deinit),
+    // and let go of here — a stored property is destroyed after that loop ran — so that a chain
+    // of them is released one link after the other, not one inside the other.
+    DeferredRelease.release(step)
+    step = { _ in preconditionFailure("a released flatMap's step") }
   }
 
   // MARK: - An attempt without a task
@@ -199,6 +210,10 @@ final class FlatMappedLoadable<Source: Sendable, Inner: Sendable, Content: Senda
     switch outcome {
     case .failure(let error): return end(attempt, context: context, probe: probe, with: .failure(error))
     case .success(let deliveries):
+      // Cancelled before its driver was attached (see `CombinedLoadable.complete`): no transform.
+      guard context.isOwnersRunningAttempt else {
+        return end(attempt, context: context, probe: probe, with: .failure(CancellationError()))
+      }
       do {
         guard let box = deliveries[0].contentBox else { throw LoadableError.noContent }
         // The transform is user code, no part of the source's end that may run it here.

@@ -1,5 +1,8 @@
 /// How a caller waits for an attempt.
-@usableFromInline typealias LoadContinuation = UnsafeContinuation<LoadDelivery, any Error>
+/// Non-throwing, the outcome carried as a value: resumed by throwing, the error came out of the wait
+/// boxed in one more `any Error` in an unoptimized build, once for each attempt on a task it passed
+/// through, and a dynamic cast of the error of a chain 100,000 deep recursed through as many boxes.
+@usableFromInline typealias LoadContinuation = UnsafeContinuation<Result<LoadDelivery, any Error>, Never>
 
 /// What a waiter receives: the content an attempt ended with and its version.
 ///
@@ -38,7 +41,7 @@ enum LoadWaiter: Sendable {
 
   func resume(with result: Result<LoadDelivery, any Error>) {
     switch (self, result) {
-    case (.task(let continuation), _): continuation.handOff(result)
+    case (.task(let continuation), _): continuation.handOff(.success(result))
     case (.completion(let handler), _): AttemptContext.runningCallbacks { handler(result.failure) }
     case (.dependent(let group, let index), _): group.arrive(index, result)
     case (.source(let context), _): context.sourceArrived(result)
