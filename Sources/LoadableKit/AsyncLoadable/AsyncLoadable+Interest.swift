@@ -59,21 +59,13 @@ extension AsyncLoadable {
 
   /// The state a keyed view needs, in one read: the snapshot, the count of successful attempts,
   /// the running attempt, and whether `previous` (an attempt seen earlier) has returned.
-  ///
-  /// `endBefore`: how the attempt before the running one ended, when the running one started
-  /// after it ended (not in its place); `errorBefore`, a copy of its error when it failed, to be
-  /// released after the caller's lock.
   @inlinable
   final func interestView(since previous: LoadStateMachine.Attempt?) -> (
     snapshot: LoadSnapshot<Content>, contentVersion: UInt64, attempt: LoadStateMachine.Attempt?,
-    previousFinished: Bool, endBefore: EndBefore, errorBefore: (any Error)?
+    previousFinished: Bool
   ) {
     state.withLock(owner: self) { state in
-      let (endBefore, errorBefore) = EndBefore.of(state.attempt)
-      return (
-        state.snapshot(as: Content.self), state.contentVersion, state.attempt, previous?.finished ?? false, endBefore,
-        errorBefore
-      )
+      (state.snapshot(as: Content.self), state.contentVersion, state.attempt, previous?.finished ?? false)
     }
   }
 
@@ -82,14 +74,26 @@ extension AsyncLoadable {
   /// `failedByCancellation`: the status is failed with `CancellationError`.
   final func interestState(since previous: LoadStateMachine.Attempt?) -> (
     status: LoadStatus, contentVersion: UInt64, attempt: LoadStateMachine.Attempt?,
-    previousFinished: Bool, failedByCancellation: Bool, endBefore: EndBefore
+    previousFinished: Bool, failedByCancellation: Bool
   ) {
     state.withLock(owner: self) { state in
       (
         state.status, state.contentVersion, state.attempt, previous?.finished ?? false,
-        state.status == .failed && state.error is CancellationError, EndBefore.of(state.attempt).end
+        state.status == .failed && state.error is CancellationError
       )
     }
+  }
+
+  /// How the attempt before `attempt` ended, if `attempt` started after it had ended; read under
+  /// the lock, where the attempt's record of it changes (when `attempt` ends).
+  final func end(before attempt: LoadStateMachine.Attempt) -> EndBefore {
+    state.withLock(owner: self) { _ in EndBefore.of(attempt).end }
+  }
+
+  /// The error the attempt before `attempt` failed with, if `attempt` started after that failure:
+  /// a copy, which the caller releases after its own lock.
+  final func error(before attempt: LoadStateMachine.Attempt) -> (any Error)? {
+    state.withLock(owner: self) { _ in EndBefore.of(attempt).error }
   }
 }
 
@@ -97,7 +101,6 @@ extension AsyncLoadable {
 /// (not in its place, as a supersede's does): a keyed view that reads the key after both changes
 /// tells both (``ContentLoaderState/sync(_:_:)``). Read under the loadable's lock: the attempt's
 /// record of it changes when the attempt ends.
-@usableFromInline
 enum EndBefore: UInt8, Sendable {
   /// No attempt runs, it took a running one's place, or the one before it was cancelled or never ran.
   case none
@@ -105,8 +108,7 @@ enum EndBefore: UInt8, Sendable {
   /// Failed, other than by cancellation.
   case failed
 
-  /// For `attempt`, the running one; with a copy of the error when it failed.
-  @usableFromInline
+  /// For `attempt`; with a copy of the error when it failed. Under the loadable's lock.
   static func of(_ attempt: LoadStateMachine.Attempt?) -> (end: EndBefore, error: (any Error)?) {
     guard let attempt, !attempt.tookARunningOnesPlace else { return (.none, nil) }
     switch attempt.previousOutcome {

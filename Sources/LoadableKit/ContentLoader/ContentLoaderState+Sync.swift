@@ -34,7 +34,7 @@ extension ContentLoaderState {
     let read = (
       status: status, contentVersion: view.contentVersion, attempt: view.attempt,
       previousFinished: view.previousFinished,
-      failedByCancellation: status == .failed && view.snapshot.error is CancellationError, endBefore: view.endBefore
+      failedByCancellation: status == .failed && view.snapshot.error is CancellationError
     )
     let waiting = waitsForSlot(entry, status: status)
     guard let change = record(entry, previous: previous, read, waiting: waiting, &effects) else { return }
@@ -51,7 +51,8 @@ extension ContentLoaderState {
         emit(.loaded(entry.key, value, version), &effects)
       }
     case .failedThenLoading:
-      let error = view.errorBefore ?? CancellationError()
+      // A copy, released with the snapshot that holds it, after the lock.
+      let error = view.attempt.flatMap(entry.error(before:)) ?? CancellationError()
       var failed = snapshot
       (failed.status, failed.error, failed.isWaitingForSlot) = (.failed, error, false)
       effects.released.snapshots.append(failed)
@@ -84,7 +85,7 @@ extension ContentLoaderState {
     _ entry: Entry, previous: Loader.Shown,
     _ read: (
       status: LoadStatus, contentVersion: UInt64, attempt: Attempt?, previousFinished: Bool,
-      failedByCancellation: Bool, endBefore: EndBefore
+      failedByCancellation: Bool
     ), waiting: Bool, _ effects: inout Effects
   ) -> ShownChange? {
     // Read before the snapshot is built: a value delivered after this read is shown by the
@@ -121,7 +122,7 @@ extension ContentLoaderState {
       entry.attemptMark = nextUniqueID()
       // The load shown ended and this one started after it, both before this read.
       if !forgot, previous.attempt != nil, previous.status == .loading, read.previousFinished {
-        switch read.endBefore {
+        switch entry.end(before: attempt) {
         case .loaded where read.contentVersion != previous.contentVersion: return .loadedThenLoading
         case .failed: return .failedThenLoading
         default: break
