@@ -440,7 +440,10 @@ struct ContentLoaderState<Key: Hashable & Sendable, Value: Sendable, Version: Co
   @usableFromInline
   mutating func observe(_ claim: Loader.Claim, on entry: Entry, with sink: Loader.Sink, _ effects: inout Effects) {
     // What the key did that was not told yet goes to the observers that were there (the new one's
-    // first snapshot shows the key as it is now, after it).
+    // first snapshot shows the key as it is now, after it). A load's end and the next one's start
+    // read at once are told as two (`EndBefore`): told after this first snapshot, the end would
+    // reach the new observer out of order. (Only another thread reaches that window: a loader call
+    // or a status hook on this one syncs first; no deterministic test does.)
     sync(entry, &effects)
     entry.sinks[claim.id] = [Loader.ClaimSink(id: nextUniqueID(), sink: sink)]
     entry.hasSinks = true
