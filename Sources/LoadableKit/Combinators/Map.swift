@@ -42,20 +42,13 @@ extension AsyncLoadable {
 /// (some 380 instructions a node).
 @usableFromInline
 final class MappedLoadable<Source: Sendable, Content: Sendable>: CombinedLoadable<Content>, @unchecked Sendable {
-  /// Only `deinit` changes it (see `FlatMappedLoadable.deinit`).
-  @exclusivity(unchecked) private(set) var transform: @Sendable (AnyContentBox) throws -> AnyContentBox
+  let transform: @Sendable (AnyContentBox) throws -> AnyContentBox
 
   @usableFromInline
   init(source: AsyncLoadable<Source>, transform: @escaping @Sendable (AnyContentBox) throws -> AnyContentBox) {
     self.transform = transform
     super.init(sources: [source])
     startLiveView()
-  }
-
-  deinit {
-    // What the transform captured may be the next link of a chain (see `FlatMappedLoadable.deinit`).
-    DeferredRelease.release(transform)
-    transform = { _ in preconditionFailure("a released map's transform") }
   }
 
   override func combine(_ values: [AnyContentBox]) throws -> Content {
@@ -84,17 +77,11 @@ extension AsyncMappedLoadable: CombinatorNaming {
 }
 
 final class AsyncMappedLoadable<Source: Sendable, Content: Sendable>: DerivedLoadable<Content>, @unchecked Sendable {
-  /// Only `deinit` changes it (see `FlatMappedLoadable.deinit`).
-  @exclusivity(unchecked) private(set) var transform: @Sendable (Source) async throws -> Content
+  let transform: @Sendable (Source) async throws -> Content
 
   init(source: AsyncLoadable<Source>, transform: @escaping @Sendable (Source) async throws -> Content) {
     self.transform = transform
     super.init(sources: [source])
-  }
-
-  deinit {
-    DeferredRelease.release(transform)
-    transform = { _ in preconditionFailure("a released asyncMap's transform") }
   }
 
   override func performLoad() async throws -> Content {
