@@ -74,7 +74,8 @@ public struct Backoff: Sendable, Hashable {
   func delay(forAttempt attempt: Int, retryAfter asked: Duration?, random: () -> Double) -> Duration? {
     let backoff = delay(forAttempt: attempt, random: random)
     guard let asked else { return backoff }
-    guard asked <= maximum else { return nil }
+    // A negative maximum counts as zero, as it does for the backoff's own delays.
+    guard asked <= max(maximum, .zero) else { return nil }
     return max(asked, backoff)
   }
 
@@ -89,8 +90,10 @@ public struct Backoff: Sendable, Hashable {
     // the delay a policy names wakes it: by an integer when the factor is a whole number (a
     // doubling backoff, a constant one), exactly; otherwise through the `Double` of its
     // attoseconds (`initial * 1.5` is what the app computes too).
-    if factor == factor.rounded(.towardZero), factor < 0x1p62 { return initial * Int64(factor) }
-    return initial * factor
+    // The cap was compared in `Double` seconds, which may round the product down below it: the
+    // exact product is capped again.
+    if factor == factor.rounded(.towardZero), factor < 0x1p62 { return min(initial * Int64(factor), cap) }
+    return min(initial * factor, cap)
   }
 }
 

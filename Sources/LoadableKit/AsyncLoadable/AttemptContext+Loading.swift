@@ -44,9 +44,11 @@ extension AttemptContext {
     case .node(let node):
       node.startAsIncidental(request(for: node))
     case .other(let loadable):
-      let intent = intent
+      // Retried once an attempt, as a node is (``request(for:)``): the attempt's later tries (its
+      // retry policy), or a second start, load it plainly.
+      let retries = intent == .retry && state.withLock(owner: self) { $0.claim(ObjectIdentifier(loadable)) }
       TaskLaunch.start {
-        if intent == .retry { try? await loadable.retryLoad() } else { try? await loadable.load() }
+        if retries { try? await loadable.retryLoad() } else { try? await loadable.load() }
       }
     }
   }

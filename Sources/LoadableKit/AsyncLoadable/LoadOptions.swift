@@ -40,8 +40,10 @@ public struct LoadOptions: Sendable {
         guard let retryPolicy, failures < retryPolicy.maxAttempts, retryPolicy.shouldRetry(error),
           !Task.isCancelled, let delay = retryPolicy.delay(beforeRetry: failures, after: error)
         else { throw error }
-        AttemptContext.current?.probe?.retrying(number: failures, error: error, delay: delay)
+        let probe = AttemptContext.current?.probe
+        probe?.retrying(number: failures, error: error, delay: delay)
         try await clock.sleep(for: delay)
+        probe?.retried()
       }
     }
   }
@@ -67,6 +69,7 @@ public struct LoadOptions: Sendable {
       case .value(let value):
         return value
       case .timedOut:
+        context?.probe?.tryTimedOut()
         throw LoadableError(code: .timedOut, message: "the load did not finish within \(timeout)")
       }
     }

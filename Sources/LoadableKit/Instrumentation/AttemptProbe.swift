@@ -9,6 +9,9 @@ final class AttemptProbe: Sendable {
   let attempt: LoadAttempt
   private let instruments: [any LoadInstrument]
   private let retries = Atomic<Int>(0)
+  /// Whether the last try ended by the attempt's own ``LoadOptions/timeout`` (not by a
+  /// dependency's `timedOut` error that bubbled up).
+  private let lastTryTimedOut = Atomic<Bool>(false)
 
   private init(attempt: LoadAttempt, instruments: [any LoadInstrument]) {
     self.attempt = attempt
@@ -33,11 +36,21 @@ final class AttemptProbe: Sendable {
     return probe
   }
 
-  /// The retry policy is about to try again.
+  /// The retry policy is about to try again (after `delay`).
   func retrying(number: Int, error: any Error, delay: Duration) {
-    retries.add(1, ordering: .relaxed)
+    lastTryTimedOut.store(false, ordering: .relaxed)
     let retry = LoadAttempt.Retry(number: number, error: error, delay: delay)
     LoadInstrumentation.tell(instruments) { instrument in instrument.attemptRetrying(attempt, retry) }
+  }
+
+  /// The retry policy tries again now: its backoff is over (one cancelled during it is no retry).
+  func retried() {
+    retries.add(1, ordering: .relaxed)
+  }
+
+  /// A try of the attempt's work exceeded the attempt's own timeout.
+  func tryTimedOut() {
+    lastTryTimedOut.store(true, ordering: .relaxed)
   }
 
   /// The attempt's task returned `result`; `current` tells whether the result was used (a
@@ -47,7 +60,9 @@ final class AttemptProbe: Sendable {
       switch result {
       case _ where !current: .cancelled
       case .success: .loaded
-      case .failure(let error as LoadableError) where error.code == .timedOut: .timedOut
+      case .failure(let error as LoadableError)
+      where error.code == .timedOut && lastTryTimedOut.load(ordering: .relaxed):
+        .timedOut
       case .failure(is CancellationError): .cancelled
       case .failure(let error): .failed(error)
       }
