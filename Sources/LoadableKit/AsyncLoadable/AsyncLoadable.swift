@@ -47,7 +47,9 @@ import Synchronization
 /// resource ``load()`` and ``fetchIfNeeded()`` answer without a suspension or an executor hop.
 open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Sendable {
   @usableFromInline let state: Mutex<LoadStateMachine>
-  @usableFromInline let operation: Operation
+  /// Only `deinit` changes it (to hand a closure, and the loadables it captured, to
+  /// ``DeferredRelease``), when nothing else can read it.
+  @exclusivity(unchecked) @usableFromInline private(set) var operation: Operation
   // The flags after `operation`, in the bytes its enum tag leaves before the next 8-byte field
   // (before `state`, they took 8 bytes of their own: every loadable is 8 bytes smaller).
   /// A copy of the status for the lock-free fast path of ``load()``; written under the lock.
@@ -177,6 +179,14 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
   }
 
   deinit {
+    // The operation's closure may hold the next link of a chain (`AsyncLoadable { try await
+    // previous.load() ... }`): released by the loop of the outermost deinit on this thread, not
+    // with the stored properties, one inside the other.
+    if directLoad != nil {
+      let closure = operation
+      operation = .overridden
+      DeferredRelease.releaseAndDrain(consume closure)
+    }
     // An idle loadable has nothing to tear down: no lock, and no generic metadata to look up.
     guard hasExtras.load(ordering: .acquiring) else {
       assert(state.withLock(owner: self) { $0.extras == nil }, "extras created outside withState(_:)")

@@ -49,7 +49,9 @@ final class DependencyGroup: AttemptDriver {
   /// Who is handed the outcome, once: the continuation of ``loadAll(_:in:)``, or the attempt
   /// the group drives (its owner is the context's), without a closure to allocate for either.
   private enum Finish {
-    case resume(UnsafeContinuation<Deliveries, any Error>)
+    /// Non-throwing, the outcome carried as a value (see ``LoadContinuation``): resumed by
+    /// throwing, the error came out of the wait boxed once more for each level of a chain.
+    case resume(UnsafeContinuation<Outcome, Never>)
     case attempt(RunningAttempt, probe: AttemptProbe?)
   }
 
@@ -107,9 +109,10 @@ final class DependencyGroup: AttemptDriver {
     try await withTaskCancellationHandler {
       try await group.escalatingPriority {
         defer { ContinuationHandoff.awaited() }
-        _ = try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Deliveries, any Error>) in
+        let outcome = await withUnsafeContinuation { (continuation: UnsafeContinuation<Outcome, Never>) in
           group.start(.resume(continuation))
         }
+        if case .failure(let error) = outcome { throw error }
       }
     } onCancel: {
       group.decide(.failure(CancellationError()))
@@ -356,7 +359,7 @@ final class DependencyGroup: AttemptDriver {
 
   private func hand(_ outcome: Outcome, to finish: Finish) {
     switch finish {
-    case .resume(let continuation): continuation.handOff(outcome)
+    case .resume(let continuation): continuation.handOff(.success(outcome))
     case .attempt(let attempt, let probe):
       context.owner.dependenciesDecided(outcome, attempt: attempt, context: context, probe: probe)
     }
