@@ -94,3 +94,66 @@ struct ContentLoaderChangeOrderTests {
     reading.cancel()
   }
 }
+
+/// A load's end followed at once by a local write or a removal (a second review of the fix above).
+extension ContentLoaderChangeOrderTests {
+  /// LoadingKeyedContent (34b06a3): "Two changes of one key that happen before the first is
+  /// noticed ... are still told as two, the end first ... Only a load cancelled and another started
+  /// at once may be told as one"; ContentLoader.Event: "one per change, never merged". A load that
+  /// ends and a local write (`set(_:version:for:)`) made before the loader read the key — here
+  /// from an observer of the key's loadable, which runs before the loader's status hook, the
+  /// window of the fix's own tests — are told as the write alone: `record` sees the attempt shown
+  /// gone and the content changed, and tells `.loaded` with the value read now
+  /// (ContentLoaderState+Sync.swift:151-154, after ContentLoaderState+Write.swift:13 wrote); `loaded(1, one, 1)` is never told, and the claim's
+  /// handler never sees "loaded one 1". `EndBefore` covers only an end followed by a start.
+  @Test(arguments: ["loaded", "failed"])
+  func aLoadsEndFollowedAtOnceByAWriteIsStillReported(end: String) async {
+    let source = KeyedSource()
+    let loader = makeLoader(source)
+    let events = loader.events(bufferingPolicy: .unbounded)
+    let told = Recorder<String>()
+    let reading = Task { for await event in events { told.append("\(event)") } }
+    let heard = Recorder<String>()
+    let claim = loader.begin(1) { heard.append(describe($0)) }
+    await source.waitForStarts(1)
+    let writes = Counter()
+    let observation = loader.loadable(for: 1).observeLoadStatus { status in
+      if status == .loaded || status == .failed, writes.increment() == 1 { _ = loader.set("w", version: 5, for: 1) }
+    }
+    if end == "loaded" { source.resolve(1, "one", version: 1) } else { source.fail(1, Boom(code: 1)) }
+    await eventually { told.values.last == "loaded(1, w, 5)" }
+    let ended = end == "loaded" ? "loaded(1, one, 1)" : "failed(1, Boom(code: 1))"
+    #expect(told.values == ["loading(1)", ended, "loaded(1, w, 5)"], "\(told.values)")
+    let shown = end == "loaded" ? "loaded one 1" : "failed - -"
+    #expect(distinct(heard.values) == ["loading - -", shown, "loaded w 5"], "\(heard.values)")
+    observation.cancel()
+    claim.end()
+    reading.cancel()
+  }
+
+  /// The same for a removal (`remove(_:)`) made right after the load ended: the removal's fresh
+  /// load is told (`loading(1)`), the end before it never is.
+  @Test func aLoadsEndFollowedAtOnceByARemovalIsStillReported() async {
+    let source = KeyedSource()
+    let loader = makeLoader(source)
+    let events = loader.events(bufferingPolicy: .unbounded)
+    let told = Recorder<String>()
+    let reading = Task { for await event in events { told.append("\(event)") } }
+    let heard = Recorder<String>()
+    let claim = loader.begin(1) { heard.append(describe($0)) }
+    await source.waitForStarts(1)
+    let removals = Counter()
+    let observation = loader.loadable(for: 1).observeLoadStatus { status in
+      if status == .loaded, removals.increment() == 1 { loader.remove(1) }
+    }
+    source.resolve(1, "one", version: 1)
+    await source.waitForStarts(2)
+    source.resolve(1, "two", version: 2)
+    await eventually { told.values.last == "loaded(1, two, 2)" }
+    #expect(told.values == ["loading(1)", "loaded(1, one, 1)", "loading(1)", "loaded(1, two, 2)"], "\(told.values)")
+    #expect(distinct(heard.values) == ["loading - -", "loaded one 1", "loading - -", "loaded two 2"], "\(heard.values)")
+    observation.cancel()
+    claim.end()
+    reading.cancel()
+  }
+}

@@ -7,6 +7,12 @@ extension ContentLoaderState {
   mutating func remove(_ key: Key, now: Duration) -> Effects {
     var effects = Effects()
     guard !isShutDown, let entry = index[key] ?? handedOutEntry(for: key) else { return effects }
+    // What the key did that was not told yet (a load that ended just before) is told first: the
+    // removal is a change of its own. (A refresh asked for before is dropped by the removal.)
+    if entry.isInIndex {
+      entry.refreshPending = false
+      sync(entry, &effects)
+    }
     let (action, table) = entry.forgetAll()
     effects.released.tables.append(table)
     entry.isStale = false

@@ -10,6 +10,15 @@ extension ContentLoaderState {
   ) -> Bool? {
     guard !isShutDown else { return false }
     guard let entry = entry(for: key, fresh: fresh, &effects) else { return nil }
+    // What the key did that was not told yet — a load that ended just before, whose status hook
+    // has not run — is told first: the write is a change of its own. (A refresh asked for before
+    // does not start here: the written value is newer than it, if it is taken.)
+    if entry.isInIndex {
+      let pending = entry.refreshPending
+      entry.refreshPending = false
+      sync(entry, &effects)
+      entry.refreshPending = pending
+    }
     guard let (entryEffects, dropped, droppedInterim) = entry.write(value, version: version, cost: cost, now: loadedAt)
     else {
       if entry.isInIndex { settle(entry, now: now, &effects) }
