@@ -109,3 +109,103 @@ final class StartingOnSaveStore: JobStore, @unchecked Sendable {
   func remove(id: String) throws { _ = records.withLock(owner: self) { $0.removeValue(forKey: id) } }
   func setAside(id: String) throws {}
 }
+
+/// A removal during an add's first save, and the events held meanwhile (a second review of the fix above).
+extension JobManagerChangeOrderTests {
+  /// JobManagerEvent: `.job` is "A job the manager holds changed"; `.added` "A job was added",
+  /// `.removed` "A job was removed". A `remove(id:)` that comes while `add(_:id:)` makes its first
+  /// save (here from the store's save, deterministically; in an app, another thread or the
+  /// manager's `jobs` list in a UI) reports `.removed` at once; the add then reports `.added` —
+  /// after the removal — and only then the job's own events, which `announced`/`early` held for
+  /// it (JobManager.swift:307-317, 424, 497): the stream tells `removed j, added j, j failed` (the cancel of the unstarted job),
+  /// a job's events after its removal, for a job the manager does not hold; and `add` returns the
+  /// job as added although `jobs` is empty.
+  @Test func aJobRemovedWhileItsAddSavesIsNotReportedAddedAfterItsRemoval() async throws {
+    let store = RemovingOnSaveStore()
+    let manager = try JobManager(registry: JobRegistry(CountingWork.self, ScriptedWork.self), store: store)
+    store.manager.withLock(owner: store) { $0 = manager }
+    let events = manager.events(bufferingPolicy: .unbounded)
+    let job = Job(ScriptedWork(runs: [[]]))
+    var addError: (any Error)?
+    do { _ = try manager.add(job, id: "j") } catch { addError = error }
+    await eventually { store.removed.count == 1 }
+    #expect(store.removed.values == ["removed"])
+    var seen: [String] = []
+    for await event in events {
+      switch event {
+      case .added(let added): seen.append("added \(added)")
+      case .removed(let removed): seen.append("removed \(removed)")
+      case .job(let jobID, .status(let status)): seen.append("\(jobID) \(status)")
+      case .job, .saveFailed: break
+      }
+      if seen.count == 3 || (addError != nil && seen.count == 2) { break }
+    }
+    let removedAt = seen.firstIndex(of: "removed j")
+    #expect(removedAt == seen.count - 1, "events after the job's removal: \(seen) (add threw: \(String(describing: addError)))")
+    #expect(manager.jobs.isEmpty)
+  }
+
+  /// The brief's ground rule, bounded growth; `events`: "The stream keeps the newest
+  /// defaultEventBufferLimit events for a consumer that falls behind"; a job's messages keep at
+  /// most `messageLimit`. While `add(_:id:)` makes its first save, every event of the job is held
+  /// in the entry's `early` (JobManager.swift:497), without a bound: a job running while the
+  /// save is slow (here: 5,000 messages posted during it, the work run inline from the store's save
+  /// to place it deterministically) holds all 5,000 in memory, five times what the stream would
+  /// ever keep — and a save that never returns holds them for ever.
+  @Test func eventsHeldForAnAddThatSavesAreBounded() async throws {
+    let store = RunningOnSaveStore()
+    let manager = try JobManager(registry: JobRegistry(CountingWork.self, ScriptedWork.self), store: store)
+    store.manager.withLock(owner: store) { $0 = manager }
+    let job = Job(ScriptedWork(runs: [Array(repeating: .post("m", .info), count: 5_000)]))
+    store.jobToStart.withLock(owner: store) { $0 = job }
+    try manager.add(job, id: "j")
+    let held = store.heldDuringSave.values
+    #expect(held.count == 1)
+    #expect(
+      (held.first ?? 0) <= JobManager.defaultEventBufferLimit,
+      "events held for the add: \(held), the stream's bound \(JobManager.defaultEventBufferLimit)")
+  }
+}
+
+final class RemovingOnSaveStore: JobStore, @unchecked Sendable {
+  let manager = Mutex<JobManager?>(nil)
+  let removed = Recorder<String>()
+  private let saves = Counter()
+  func loadAll() throws -> [JobStoreRecord] { [] }
+  func save(_ data: Data, id: String) throws {
+    guard saves.increment() == 1, let manager = manager.withLock(owner: self, { $0 }) else { return }
+    let removed = self.removed
+    Task(executorPreference: InlineTaskExecutor()) {
+      do {
+        try await manager.remove(id: id)
+        removed.append("removed")
+      } catch {
+        removed.append("remove threw \(error)")
+      }
+    }
+  }
+  func remove(id: String) throws {}
+  func setAside(id: String) throws {}
+}
+
+/// A store whose first save runs the job it is given to its end, inline (its task runs on an
+/// inline executor), and records how many of the job's events the manager holds at that moment.
+final class RunningOnSaveStore: JobStore, @unchecked Sendable {
+  let manager = Mutex<JobManager?>(nil)
+  let jobToStart = Mutex<Job<ScriptedWork>?>(nil)
+  let heldDuringSave = Recorder<Int>()
+  func loadAll() throws -> [JobStoreRecord] { [] }
+  func save(_ data: Data, id: String) throws {
+    let job = jobToStart.withLock(owner: self) { job in
+      defer { job = nil }
+      return job
+    }
+    guard let job, let manager = manager.withLock(owner: self, { $0 }) else { return }
+    TaskLaunch.executor.withValue(InlineTaskExecutor()) { _ = job.start() }
+    if let entry = manager.entry(id: id) {
+      heldDuringSave.append(entry.writer.withLock(owner: entry) { $0.early.count })
+    }
+  }
+  func remove(id: String) throws {}
+  func setAside(id: String) throws {}
+}

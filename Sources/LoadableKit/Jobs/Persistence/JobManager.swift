@@ -88,6 +88,23 @@ public final class JobManager: @unchecked Sendable {
     /// before its `.added`. A restored job is reported from the start.
     var announced = false
     var early: [JobEvent] = []
+    /// A ``JobManager/remove(id:)`` took the job out before its addition was reported: the add
+    /// reports the removal after the addition and the job's events held for it.
+    var removedBeforeAnnounced = false
+
+    /// Holds `event` until the addition is reported, within ``JobManager/defaultEventBufferLimit``
+    /// events: a progress report replaces the one before it, and past the limit the oldest event
+    /// other than a status change goes (as the stream drops its oldest). Returns the event let go.
+    mutating func hold(_ event: JobEvent) -> JobEvent? {
+      if case .progress = event, let last = early.last, case .progress = last {
+        early[early.count - 1] = event
+        return last
+      }
+      early.append(event)
+      guard early.count > JobManager.defaultEventBufferLimit else { return nil }
+      let index = early.firstIndex { if case .status = $0 { false } else { true } } ?? 0
+      return early.remove(at: index)
+    }
     /// One writer at a time; a save asked for while it writes makes it write once more.
     var writing = RunAgainFlag()
     var isFlushScheduled = false
@@ -306,13 +323,17 @@ public final class JobManager: @unchecked Sendable {
     registrar.withMutation(of: self, keyPath: \.jobs) {}
     emit(.added(id: entry.id))
     // Then the job's events that came meanwhile, until none is left: later ones go out directly.
+    // A removal that came meanwhile is reported last.
     while true {
-      let early = entry.writer.withLock(owner: entry) { writer -> [JobEvent] in
+      let (early, removed) = entry.writer.withLock(owner: entry) { writer -> ([JobEvent], Bool) in
         if writer.early.isEmpty { writer.announced = true }
         defer { writer.early = [] }
-        return writer.early
+        return (writer.early, writer.early.isEmpty && writer.removedBeforeAnnounced)
       }
-      if early.isEmpty { break }
+      if early.isEmpty {
+        if removed { emit(.removed(id: entry.id)) }
+        break
+      }
       for event in early { emit(.job(id: entry.id, event)) }
     }
     return ManagedJob(id: entry.id, job: job)
@@ -421,7 +442,12 @@ public final class JobManager: @unchecked Sendable {
     if removedHere {
       release(entry)
       registrar.withMutation(of: self, keyPath: \.jobs) {}
-      emit(.removed(id: id))
+      // Not before its addition: an add still saving the job reports the removal after it.
+      let announced = entry.writer.withLock(owner: entry) { writer -> Bool in
+        if !writer.announced { writer.removedBeforeAnnounced = true }
+        return writer.announced
+      }
+      if announced { emit(.removed(id: id)) }
     }
     // The record goes through the job's writer, so a save in progress cannot bring it back; and
     // this call returns once the record is deleted, even when that save's writer deletes it.
@@ -493,10 +519,11 @@ public final class JobManager: @unchecked Sendable {
     case .event(.snapshot):
       return
     case .event(let event):
-      let now = entry.writer.withLock(owner: entry) { writer -> Bool in
-        if !writer.announced { writer.early.append(event) }
-        return writer.announced
+      let (now, dropped) = entry.writer.withLock(owner: entry) { writer -> (Bool, JobEvent?) in
+        guard !writer.announced else { return (true, nil) }
+        return (false, writer.hold(event))
       }
+      _ = consume dropped  // after the lock
       if now { emit(.job(id: entry.id, event)) }
       if case .status = event { save(entry) } else { scheduleSave(entry) }
     case .checkpointSaved, .end:
