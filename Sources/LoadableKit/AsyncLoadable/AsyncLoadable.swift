@@ -183,9 +183,12 @@ open class AsyncLoadable<Content: Sendable>: Loadable, Observable, @unchecked Se
     // previous.load() ... }`): released by the loop of the outermost deinit on this thread, not
     // with the stored properties, one inside the other.
     if directLoad != nil {
-      let closure = operation
-      operation = .overridden
-      DeferredRelease.releaseAndDrain(consume closure)
+      DeferredRelease.releaseOutermost(
+        { operation = .overridden },
+        queued: {
+          defer { operation = .overridden }
+          return operation
+        })
     }
     // An idle loadable has nothing to tear down: no lock, and no generic metadata to look up.
     guard hasExtras.load(ordering: .acquiring) else {

@@ -34,4 +34,25 @@ enum DeferredRelease {
     thread.pointee.releaseQueue = []
     thread.pointee.isReleasing = false
   }
+
+  /// Lets go of a link by `letGo` as ``releaseAndDrain(_:)`` does, but without the link as an
+  /// `Any` unless a release already runs on this thread (then `queued` hands it over, and the
+  /// loop of that release lets go of it): an unspecialized generic caller — a loadable's
+  /// `deinit` — then looks up no metadata and boxes nothing in the usual case, a link that is no
+  /// chain's.
+  @inline(__always)
+  static func releaseOutermost(_ letGo: () -> Void, queued: () -> Any) {
+    let thread = PerThread.current
+    guard !thread.pointee.isReleasing else {
+      thread.pointee.releaseQueue.append(queued())
+      return
+    }
+    thread.pointee.isReleasing = true
+    letGo()  // may run more deinits, which queue more links
+    while let links = thread.pointee.releaseQueue.popLast() {
+      _ = consume links
+    }
+    thread.pointee.releaseQueue = []
+    thread.pointee.isReleasing = false
+  }
 }
