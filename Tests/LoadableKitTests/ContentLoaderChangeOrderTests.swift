@@ -39,56 +39,62 @@ struct ContentLoaderChangeOrderTests {
 
   /// ContentLoader.Event: "delivered in the order the changes happened, one per change, never
   /// merged"; Claim.updates / begin(_:onUpdate:): "the current one first, then one for every
-  /// change, in order". A key's load that ends and is refreshed before the loader reads the key
+  /// change, in order". A key's load that ended and was refreshed before the loader read the key
   /// (here: the refresh comes from an observer of the key's loadable, which runs before the
-  /// loader's status hook — the same window another thread's refresh hits) is never reported:
-  /// neither the events nor the claim's handler ever hear `loaded(1, one, 1)`.
+  /// loader's status hook — the same window another thread's refresh hits) was never reported:
+  /// neither the events nor the claim's handler heard `loaded(1, one, 1)`.
   @Test func aResultRefreshedAtOnceIsStillReported() async {
-    let source = KeyedSource()
-    let loader = makeLoader(source)
-    let events = loader.events(bufferingPolicy: .unbounded)
-    let told = Recorder<String>()
-    let reading = Task { for await event in events { told.append("\(event)") } }
-    let heard = Recorder<String>()
-    let claim = loader.begin(1) { heard.append(describe($0)) }
-    await source.waitForStarts(1)
-    let refreshes = Counter()
-    let observation = loader.loadable(for: 1).observeLoadStatus { status in
-      if status == .loaded, refreshes.increment() == 1 { loader.refresh(1) }
-    }
-    source.resolve(1, "one", version: 1)
-    await source.waitForStarts(2)
-    source.resolve(1, "two", version: 2)
-    await eventually { heard.values.last == "loaded two 2" && told.values.last == "loaded(1, two, 2)" }
+    let key = await KeyOneActedOn(when: [.loaded]) { $0.refresh(1) }
+    key.source.resolve(1, "one", version: 1)
+    await key.source.waitForStarts(2)
+    key.source.resolve(1, "two", version: 2)
+    await eventually { key.heard.values.last == "loaded two 2" && key.told.values.last == "loaded(1, two, 2)" }
     #expect(
-      told.values == ["loading(1)", "loaded(1, one, 1)", "loadingWithPriorValue(1, one, 1)", "loaded(1, two, 2)"])
-    #expect(distinct(heard.values) == ["loading - -", "loaded one 1", "loading one 1", "loaded two 2"])
-    observation.cancel()
-    claim.end()
-    reading.cancel()
+      key.told.values == ["loading(1)", "loaded(1, one, 1)", "loadingWithPriorValue(1, one, 1)", "loaded(1, two, 2)"])
+    #expect(distinct(key.heard.values) == ["loading - -", "loaded one 1", "loading one 1", "loaded two 2"])
+    key.end()
   }
 
-  /// The same merge with a failure: a failed load retried before the loader reads the key is
-  /// never reported as `failed(1, …)`, and the claim's handler never sees the failed snapshot.
+  /// The same merge with a failure: a failed load retried before the loader read the key was
+  /// taken for a supersede, and `failed(1, …)` reached neither the events nor the claim's handler.
   @Test func aFailureRetriedAtOnceIsStillReported() async {
-    let source = KeyedSource()
+    let key = await KeyOneActedOn(when: [.failed]) { $0.refresh(1) }
+    key.source.fail(1, Boom(code: 1))
+    await key.source.waitForStarts(2)
+    key.source.resolve(1, "two", version: 2)
+    await eventually { key.heard.values.last == "loaded two 2" && key.told.values.last == "loaded(1, two, 2)" }
+    #expect(key.told.values == ["loading(1)", "failed(1, Boom(code: 1))", "loading(1)", "loaded(1, two, 2)"])
+    #expect(distinct(key.heard.values) == ["loading - -", "failed - -", "loading - -", "loaded two 2"])
+    key.end()
+  }
+}
+
+/// Key 1 of a loader, claimed with a handler (what it hears, `heard`), the loader's events read
+/// (`told`), and an observer of the key's loadable that acts on the loader once, when the key's
+/// status first becomes one of `statuses`: before the loader's status hook reads the key.
+final class KeyOneActedOn: Sendable {
+  let source = KeyedSource()
+  let loader: Loader
+  let told = Recorder<String>()
+  let heard = Recorder<String>()
+  let claim: Loader.Claim
+  private let reading: Task<Void, Never>
+  private let observation: LoadObservation
+
+  init(when statuses: Set<LoadStatus>, _ act: @escaping @Sendable (Loader) -> Void) async {
     let loader = makeLoader(source)
+    self.loader = loader
     let events = loader.events(bufferingPolicy: .unbounded)
-    let told = Recorder<String>()
-    let reading = Task { for await event in events { told.append("\(event)") } }
-    let heard = Recorder<String>()
-    let claim = loader.begin(1) { heard.append("\($0.status)") }
+    reading = Task { [told] in for await event in events { told.append("\(event)") } }
+    claim = loader.begin(1) { [heard] in heard.append(describe($0)) }
     await source.waitForStarts(1)
-    let retries = Counter()
-    let observation = loader.loadable(for: 1).observeLoadStatus { status in
-      if status == .failed, retries.increment() == 1 { loader.refresh(1) }
+    let acted = Counter()
+    observation = loader.loadable(for: 1).observeLoadStatus { status in
+      if statuses.contains(status), acted.increment() == 1 { act(loader) }
     }
-    source.fail(1, Boom(code: 1))
-    await source.waitForStarts(2)
-    source.resolve(1, "two", version: 2)
-    await eventually { heard.values.last == "loaded" && told.values.last == "loaded(1, two, 2)" }
-    #expect(told.values == ["loading(1)", "failed(1, Boom(code: 1))", "loading(1)", "loaded(1, two, 2)"])
-    #expect(distinct(heard.values) == ["loading", "failed", "loading", "loaded"])
+  }
+
+  func end() {
     observation.cancel()
     claim.end()
     reading.cancel()
@@ -97,63 +103,35 @@ struct ContentLoaderChangeOrderTests {
 
 /// A load's end followed at once by a local write or a removal (a second review of the fix above).
 extension ContentLoaderChangeOrderTests {
-  /// LoadingKeyedContent (34b06a3): "Two changes of one key that happen before the first is
-  /// noticed ... are still told as two, the end first ... Only a load cancelled and another started
-  /// at once may be told as one"; ContentLoader.Event: "one per change, never merged". A load that
-  /// ends and a local write (`set(_:version:for:)`) made before the loader read the key — here
-  /// from an observer of the key's loadable, which runs before the loader's status hook, the
-  /// window of the fix's own tests — are told as the write alone: `record` sees the attempt shown
-  /// gone and the content changed, and tells `.loaded` with the value read now
-  /// (ContentLoaderState+Sync.swift:151-154, after ContentLoaderState+Write.swift:13 wrote); `loaded(1, one, 1)` is never told, and the claim's
-  /// handler never sees "loaded one 1". `EndBefore` covers only an end followed by a start.
+  /// LoadingKeyedContent: "Two changes of one key that happen before the first is noticed ... are
+  /// still told as two, the end first". A load that ended and a local write (`set(_:version:for:)`)
+  /// made before the loader read the key — from an observer of the key's loadable, as above — were
+  /// told as the write alone: `loaded(1, one, 1)` (or the failure) was never told, and the claim's
+  /// handler never saw it.
   @Test(arguments: ["loaded", "failed"])
   func aLoadsEndFollowedAtOnceByAWriteIsStillReported(end: String) async {
-    let source = KeyedSource()
-    let loader = makeLoader(source)
-    let events = loader.events(bufferingPolicy: .unbounded)
-    let told = Recorder<String>()
-    let reading = Task { for await event in events { told.append("\(event)") } }
-    let heard = Recorder<String>()
-    let claim = loader.begin(1) { heard.append(describe($0)) }
-    await source.waitForStarts(1)
-    let writes = Counter()
-    let observation = loader.loadable(for: 1).observeLoadStatus { status in
-      if status == .loaded || status == .failed, writes.increment() == 1 { _ = loader.set("w", version: 5, for: 1) }
-    }
-    if end == "loaded" { source.resolve(1, "one", version: 1) } else { source.fail(1, Boom(code: 1)) }
-    await eventually { told.values.last == "loaded(1, w, 5)" }
+    let key = await KeyOneActedOn(when: [.loaded, .failed]) { _ = $0.set("w", version: 5, for: 1) }
+    if end == "loaded" { key.source.resolve(1, "one", version: 1) } else { key.source.fail(1, Boom(code: 1)) }
+    await eventually { key.told.values.last == "loaded(1, w, 5)" }
     let ended = end == "loaded" ? "loaded(1, one, 1)" : "failed(1, Boom(code: 1))"
-    #expect(told.values == ["loading(1)", ended, "loaded(1, w, 5)"], "\(told.values)")
+    #expect(key.told.values == ["loading(1)", ended, "loaded(1, w, 5)"], "\(key.told.values)")
     let shown = end == "loaded" ? "loaded one 1" : "failed - -"
-    #expect(distinct(heard.values) == ["loading - -", shown, "loaded w 5"], "\(heard.values)")
-    observation.cancel()
-    claim.end()
-    reading.cancel()
+    #expect(distinct(key.heard.values) == ["loading - -", shown, "loaded w 5"], "\(key.heard.values)")
+    key.end()
   }
 
   /// The same for a removal (`remove(_:)`) made right after the load ended: the removal's fresh
-  /// load is told (`loading(1)`), the end before it never is.
+  /// load was told (`loading(1)`), the end before it never was.
   @Test func aLoadsEndFollowedAtOnceByARemovalIsStillReported() async {
-    let source = KeyedSource()
-    let loader = makeLoader(source)
-    let events = loader.events(bufferingPolicy: .unbounded)
-    let told = Recorder<String>()
-    let reading = Task { for await event in events { told.append("\(event)") } }
-    let heard = Recorder<String>()
-    let claim = loader.begin(1) { heard.append(describe($0)) }
-    await source.waitForStarts(1)
-    let removals = Counter()
-    let observation = loader.loadable(for: 1).observeLoadStatus { status in
-      if status == .loaded, removals.increment() == 1 { loader.remove(1) }
-    }
-    source.resolve(1, "one", version: 1)
-    await source.waitForStarts(2)
-    source.resolve(1, "two", version: 2)
-    await eventually { told.values.last == "loaded(1, two, 2)" }
-    #expect(told.values == ["loading(1)", "loaded(1, one, 1)", "loading(1)", "loaded(1, two, 2)"], "\(told.values)")
-    #expect(distinct(heard.values) == ["loading - -", "loaded one 1", "loading - -", "loaded two 2"], "\(heard.values)")
-    observation.cancel()
-    claim.end()
-    reading.cancel()
+    let key = await KeyOneActedOn(when: [.loaded]) { $0.remove(1) }
+    key.source.resolve(1, "one", version: 1)
+    await key.source.waitForStarts(2)
+    key.source.resolve(1, "two", version: 2)
+    await eventually { key.told.values.last == "loaded(1, two, 2)" }
+    #expect(
+      key.told.values == ["loading(1)", "loaded(1, one, 1)", "loading(1)", "loaded(1, two, 2)"], "\(key.told.values)")
+    #expect(
+      distinct(key.heard.values) == ["loading - -", "loaded one 1", "loading - -", "loaded two 2"], "\(key.heard.values)")
+    key.end()
   }
 }

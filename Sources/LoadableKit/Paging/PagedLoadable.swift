@@ -384,7 +384,6 @@ public final class PagedLoadable<Cursor: Hashable & Sendable, Item: Sendable>: A
     if droppedFarEnd { forgetFailedPageLoad(toward: direction.opposite) }
   }
 
-
   /// A failed page load toward `direction` sticks (until a retry) only while its cursor is the one
   /// to load that way; once the bound dropped the page it bordered — before it failed or after —
   /// it is forgotten, as a landed page's load is, so that its failure does not stick for a cursor
