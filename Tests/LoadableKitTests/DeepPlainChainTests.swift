@@ -13,7 +13,7 @@ struct DeepPlainChainTests {
   /// `flatMap`'s transform to `DeferredRelease`, but not the operation of a loadable made from a
   /// closure (`AsyncLoadable { try await previous.load() + 1 }`, the plain way to build on another
   /// loadable): AsyncLoadable.deinit returns at once for a loadable without extras
-  /// (AsyncLoadable.swift:181), and its operation — holding the link before — is destroyed with its
+  ///, and its operation — holding the link before — is destroyed with its
   /// stored properties, one `deinit` inside the other. 100,000 links overflow the stack.
   @Test func releasingAChainOfClosureLoadablesDoesNotRecurse() async {
     await #expect(processExitsWith: .success) {
@@ -37,7 +37,7 @@ struct DeepPlainChainTests {
   /// recursed through as many boxes: a stack overflow. A caller's wait now receives its outcome as
   /// a value (`Result`)". Only the `LoadContinuation` was changed: an attempt that declares two
   /// dependencies or more waits for them in `DependencyGroup.loadAll`, still a throwing
-  /// continuation resumed by throwing (DependencyGroup.swift:110). A failure up 100,000 such links
+  /// continuation resumed by throwing. A failure up 100,000 such links
   /// (each declares the link before and a loaded table) is boxed once per level, and the cast
   /// overflows the stack, as before the fix.
   @Test func aFailureUpADeepChainOfAttemptsWithTwoDependenciesCanBeCast() async {

@@ -115,11 +115,11 @@ extension JobManagerChangeOrderTests {
   /// JobManagerEvent: `.job` is "A job the manager holds changed"; `.added` "A job was added",
   /// `.removed` "A job was removed". A `remove(id:)` that comes while `add(_:id:)` makes its first
   /// save (here from the store's save, deterministically; in an app, another thread or the
-  /// manager's `jobs` list in a UI) reports `.removed` at once; the add then reports `.added` —
+  /// manager's `jobs` list in a UI) reported `.removed` at once; the add then reported `.added` —
   /// after the removal — and only then the job's own events, which `announced`/`early` held for
-  /// it (JobManager.swift:307-317, 424, 497): the stream tells `removed j, added j, j failed` (the cancel of the unstarted job),
-  /// a job's events after its removal, for a job the manager does not hold; and `add` returns the
-  /// job as added although `jobs` is empty.
+  /// it: the stream told `removed j, added j, j failed` (the cancel of the unstarted job), a job's
+  /// events after its removal, for a job the manager does not hold. (`add` still returns the job
+  /// as added although `jobs` is empty: not changed.)
   @Test func aJobRemovedWhileItsAddSavesIsNotReportedAddedAfterItsRemoval() async throws {
     let store = RemovingOnSaveStore()
     let manager = try JobManager(registry: JobRegistry(CountingWork.self, ScriptedWork.self), store: store)
@@ -148,7 +148,7 @@ extension JobManagerChangeOrderTests {
   /// The brief's ground rule, bounded growth; `events`: "The stream keeps the newest
   /// defaultEventBufferLimit events for a consumer that falls behind"; a job's messages keep at
   /// most `messageLimit`. While `add(_:id:)` makes its first save, every event of the job is held
-  /// in the entry's `early` (JobManager.swift:497), without a bound: a job running while the
+  /// in the entry's `early`, without a bound: a job running while the
   /// save is slow (here: 5,000 messages posted during it, the work run inline from the store's save
   /// to place it deterministically) holds all 5,000 in memory, five times what the stream would
   /// ever keep — and a save that never returns holds them for ever.

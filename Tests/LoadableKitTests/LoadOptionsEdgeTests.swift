@@ -42,9 +42,9 @@ struct LoadOptionsEdgeTests {
     let recorder = RecordingInstrument()
     let clock = TestClock()
     let control = ControlledLoad<Int>()
-    let table = control.makeLoadable().named("r46 table")
+    let table = control.makeLoadable().named("table")
     table.loadOptions = LoadOptions(timeout: .seconds(5), clock: clock)
-    let layer = AsyncLoadable<Int>(name: "r46 layer") { 1 }
+    let layer = AsyncLoadable<Int>(name: "layer") { 1 }
     layer.addDependency(table)
     table.instrument = recorder
     layer.instrument = recorder
@@ -54,10 +54,10 @@ struct LoadOptionsEdgeTests {
     await clock.advance(by: .seconds(5))
     await #expect(throws: LoadableError.timedOut) { try await load.value }
     await eventually { recorder.ends.count == 2 }
-    #expect(recorder.ends(named: "r46 table").map { "\($0.outcome)" } == ["timedOut"])
+    #expect(recorder.ends(named: "table").map { "\($0.outcome)" } == ["timedOut"])
     #expect(
-      recorder.ends(named: "r46 layer").map { "\($0.outcome)" }.allSatisfy { $0.hasPrefix("failed") },
-      "\(recorder.ends(named: "r46 layer").map { "\($0.outcome)" })")
+      recorder.ends(named: "layer").map { "\($0.outcome)" }.allSatisfy { $0.hasPrefix("failed") },
+      "\(recorder.ends(named: "layer").map { "\($0.outcome)" })")
   }
 
   /// LoadAttempt.End.retries: "How many times the RetryPolicy tried performLoad() again within
@@ -66,7 +66,7 @@ struct LoadOptionsEdgeTests {
     let recorder = RecordingInstrument()
     let clock = TestClock()
     let control = ControlledLoad<Int>()
-    let loadable = control.makeLoadable().named("r46 counted")
+    let loadable = control.makeLoadable().named("counted")
     loadable.instrument = recorder
     loadable.loadOptions = LoadOptions(
       retryPolicy: RetryPolicy(maxAttempts: 5, initialDelay: .seconds(1), jitter: 0), clock: clock)

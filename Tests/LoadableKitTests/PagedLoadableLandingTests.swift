@@ -62,9 +62,9 @@ struct PagedLoadableLandingTests {
   }
 
   /// The same contradiction in the window before the insert: another thread's
-  /// `cancelNextPage()` between `pageLanded`'s slot check (PagedLoadable.swift:322) and its
-  /// insert (:324). No user code runs there but a `Cursor`'s `==` (which the insert calls under
-  /// the state lock, a known issue, used here only to place the cancel deterministically).
+  /// `cancelNextPage()` between `pageLanded`'s slot check and its insert. No user code runs there
+  /// but a `Cursor`'s `==` (which the insert calls, outside the locks): used here only to place
+  /// the cancel deterministically.
   @Test func aCancelBetweenTheSlotCheckAndTheInsertStillAddsThePage() async throws {
     let probe = CursorProbe()
     let control = ControlledLoad<Page<ProbedCursor, String>>()
@@ -97,7 +97,7 @@ struct PagedLoadableLandingTests {
   /// once"; SPEC §1: "Cancelling the caller's task makes that caller throw CancellationError at
   /// once". A caller cancelled while it waits for the next page, whose page load a refresh then
   /// supersedes before the caller's task runs on, takes its own cancellation for the supersede
-  /// (PagedLoadable.swift:224) and waits for the first page instead: when that has landed, the
+  /// and waits for the first page instead: when that has landed, the
   /// cancelled caller returns normally.
   @Test func aCallerCancelledWhileItWaitsForThePageThrowsThoughARefreshSupersededIt() async throws {
     let source = PagedSource()
@@ -128,7 +128,7 @@ struct PagedLoadableLandingTests {
   /// LoadingPages.md, Refreshing: "A page that still lands after the refresh began — its request
   /// was in flight — is dropped", and `loadNextPage()`: "A refresh that starts while it loads
   /// supersedes it: the callers then wait for the fresh first page instead." The refresh
-  /// supersedes the page loads only in its status hook (PagedLoadable.swift:309-311), after the
+  /// supersedes the page loads only in its status hook, after the
   /// status went to loading and after the status handlers ran; a page load that ends in between
   /// (here: its task runs on a manual executor, driven from a status handler of the refresh —
   /// standing for the page's own thread) passes `pageLanded`'s checks (its slot, and the
