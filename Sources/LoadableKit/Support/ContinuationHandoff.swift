@@ -15,7 +15,11 @@ import Synchronization
 /// once its wait returns, passes through the same critical section (``awaited()``): it cannot get
 /// there before the resumer left, so the resume happens before what the task does next, as the
 /// sanitizer sees it. Without the sanitizer both are one relaxed load. Nothing but the resume
-/// runs in the critical section (an executor's `enqueue` at most, which queues the task).
+/// runs in the critical section (an executor's `enqueue`, which queues the task) — unless the
+/// executor runs the task's job inline, in `enqueue`: then the task runs inside the critical
+/// section, on the resumer's thread, and its own resumes and `awaited()` there find this thread
+/// inside it already (``PerThread/inHandoff``) and do not lock again (which would trap: "Recursive
+/// call to lock Mutex"); they are ordered by the thread itself.
 package enum ContinuationHandoff {
   private final class Owner: Sendable {}
   private static let owner = Owner()
@@ -24,12 +28,18 @@ package enum ContinuationHandoff {
   /// Runs `resume`, which resumes a continuation, visibly to the sanitizer.
   @inline(__always) package static func resume(_ resume: () -> Void) {
     guard SanitizerAnnotations.isActive else { return resume() }
-    lock.withLock(owner: owner) { _ in resume() }
+    let thread = PerThread.current
+    guard !thread.pointee.inHandoff else { return resume() }
+    lock.withLock(owner: owner) { _ in
+      thread.pointee.inHandoff = true
+      defer { thread.pointee.inHandoff = false }
+      resume()
+    }
   }
 
   /// Called by a task whose wait on a continuation returned (or threw), before anything else.
   @inline(__always) package static func awaited() {
-    guard SanitizerAnnotations.isActive else { return }
+    guard SanitizerAnnotations.isActive, !PerThread.current.pointee.inHandoff else { return }
     lock.withLock(owner: owner) { _ in }
   }
 }

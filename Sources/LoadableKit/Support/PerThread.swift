@@ -25,6 +25,8 @@ struct PerThread {
   var releaseQueue: [Any] = []
   /// Whether a `deinit` on this thread is releasing the queue.
   var isReleasing = false
+  /// Inside ``ContinuationHandoff``'s critical section (with ThreadSanitizer only).
+  var inHandoff = false
   /// How many ``AttemptContext/outside(on:_:)`` blocks are running on this thread, one inside the
   /// other: inside one, no attempt is the current task's (see there).
   var outsideDepth = 0
