@@ -33,12 +33,16 @@ public enum LoadInstrumentation {
       return installed.withLock(owner: lockOwner) { $0 }
     }
     set {
-      // The old instrument is released after the lock: its deinit is user code.
+      // The old instrument is released after the lock: its deinit is user code. The flag is set
+      // under the lock: set after it, two setters (or a setter and a loadable given its own
+      // instrument) could leave it false with an instrument installed, which then hears nothing.
       let old = installed.withLock(owner: lockOwner) { installed in
-        defer { installed = newValue }
+        defer {
+          installed = newValue
+          mayReport.store(newValue != nil || perObjectInstalled.load(ordering: .relaxed), ordering: .releasing)
+        }
         return installed
       }
-      mayReport.store(newValue != nil || perObjectInstalled.load(ordering: .relaxed), ordering: .releasing)
       _ = old
     }
   }
@@ -48,8 +52,13 @@ public enum LoadInstrumentation {
 
   /// Notes that some object has its own instrument from now on.
   static func noteObjectInstrument() {
-    perObjectInstalled.store(true, ordering: .relaxed)
-    mayReport.store(true, ordering: .releasing)
+    guard !perObjectInstalled.load(ordering: .relaxed) else { return }
+    // Under the setter's lock, so that a setter that read the flag false cannot store `mayReport`
+    // false after this (see ``processWide``).
+    installed.withLock(owner: lockOwner) { _ in
+      perObjectInstalled.store(true, ordering: .relaxed)
+      mayReport.store(true, ordering: .releasing)
+    }
   }
 
   /// The instruments to tell about an object: its own first, then the process-wide one.
