@@ -28,11 +28,7 @@ enum DeferredRelease {
     }
     thread.pointee.isReleasing = true
     _ = consume links  // may run more deinits, which queue more links
-    while let links = thread.pointee.releaseQueue.popLast() {
-      _ = consume links
-    }
-    thread.pointee.releaseQueue = []
-    thread.pointee.isReleasing = false
+    drain(thread)
   }
 
   /// Lets go of a link by `letGo` as ``releaseAndDrain(_:)`` does, but without the link as an
@@ -49,6 +45,13 @@ enum DeferredRelease {
     }
     thread.pointee.isReleasing = true
     letGo()  // may run more deinits, which queue more links
+    drain(thread)
+  }
+
+  /// Lets go of the links queued on `thread`, one after the other (each may queue more), and ends
+  /// the thread's release.
+  @inline(__always)
+  private static func drain(_ thread: UnsafeMutablePointer<PerThread>) {
     while let links = thread.pointee.releaseQueue.popLast() {
       _ = consume links
     }
