@@ -23,12 +23,7 @@ struct JobManagerChangeOrderTests {
     _ = try await job.output
     var seen: [String] = []
     for await event in events {
-      switch event {
-      case .added(let added): seen.append("added \(added)")
-      case .removed(let removed): seen.append("removed \(removed)")
-      case .job(let jobID, .status(let status)): seen.append("\(jobID) \(status)")
-      case .job, .saveFailed: break
-      }
+      if let described = describeAdditionsRemovalsAndStatuses(event) { seen.append(described) }
       if seen.last == "\(id) succeeded" { break }
     }
     #expect(seen == ["added j", "j started", "j succeeded"])
@@ -132,12 +127,7 @@ extension JobManagerChangeOrderTests {
     #expect(store.removed.values == ["removed"])
     var seen: [String] = []
     for await event in events {
-      switch event {
-      case .added(let added): seen.append("added \(added)")
-      case .removed(let removed): seen.append("removed \(removed)")
-      case .job(let jobID, .status(let status)): seen.append("\(jobID) \(status)")
-      case .job, .saveFailed: break
-      }
+      if let described = describeAdditionsRemovalsAndStatuses(event) { seen.append(described) }
       if seen.count == 3 || (addError != nil && seen.count == 2) { break }
     }
     let removedAt = seen.firstIndex(of: "removed j")
@@ -208,4 +198,15 @@ final class RunningOnSaveStore: JobStore, @unchecked Sendable {
   }
   func remove(id: String) throws {}
   func setAside(id: String) throws {}
+}
+
+/// A manager's event as these tests compare it: additions, removals and a job's statuses (`nil`
+/// for the rest).
+func describeAdditionsRemovalsAndStatuses(_ event: JobManagerEvent) -> String? {
+  switch event {
+  case .added(let added): "added \(added)"
+  case .removed(let removed): "removed \(removed)"
+  case .job(let jobID, .status(let status)): "\(jobID) \(status)"
+  case .job, .saveFailed: nil
+  }
 }

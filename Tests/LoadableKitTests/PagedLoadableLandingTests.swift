@@ -189,9 +189,7 @@ struct PagedLoadableLandingTests {
   /// view to ask for again and again.
   @Test func aPreviousPageThatDoesNotLeadToTheFirstPageHeldFailsWithSourceMoved() async throws {
     let source = PagedSource()
-    let paged = try await source.loadedFirstPage(maximumPages: 2)
-    try await source.loadNext(paged, resolving: 1, next: 2)
-    try await source.loadNext(paged, resolving: 2, next: 3)
+    let paged = try await source.scrolledPastTheBound()
     #expect(paged.items == items(1...2) && paged.hasPreviousPage)
     // The source moved: the first page now leads to page 5, not to page 1.
     let previous = Task { try await paged.loadPreviousPage() }

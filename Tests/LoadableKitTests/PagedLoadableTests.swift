@@ -31,6 +31,15 @@ final class PagedSource: Sendable {
     return paged
   }
 
+  /// A paged loadable bounded to two pages, scrolled to pages 1 and 2: page 0 was dropped (a
+  /// previous page to load again), and the next cursor is 3.
+  func scrolledPastTheBound() async throws -> PagedLoadable<Int, String> {
+    let paged = try await loadedFirstPage(maximumPages: 2)
+    try await loadNext(paged, resolving: 1, next: 2)
+    try await loadNext(paged, resolving: 2, next: 3)
+    return paged
+  }
+
   /// Loads the next page of `paged`, resolving it with page `number`.
   func loadNext(_ paged: PagedLoadable<Int, String>, resolving number: Int, next: Int?) async throws {
     let started = control.startCount
@@ -481,9 +490,7 @@ struct PagedLoadableTests {
   @Test(arguments: [PageDirection.next, .previous])
   func aFailedPageLoadIsForgottenWhenTheBoundDropsThePageItBorders(_ failing: PageDirection) async throws {
     let source = PagedSource()
-    let paged = try await source.loadedFirstPage(maximumPages: 2)
-    try await source.loadNext(paged, resolving: 1, next: 2)
-    try await source.loadNext(paged, resolving: 2, next: 3)
+    let paged = try await source.scrolledPastTheBound()
     #expect(paged.items == items(1...2) && paged.hasPreviousPage)
 
     // The page toward `failing` fails: page 3 after the last, or page 0 before the first.
@@ -520,9 +527,7 @@ struct PagedLoadableTests {
   /// loads with any more; the review of 1fc69fc, helper 38).
   @Test func aPageLoadThatFailsAfterThePageItBordersWasDroppedDoesNotStick() async throws {
     let source = PagedSource()
-    let paged = try await source.loadedFirstPage(maximumPages: 2)
-    try await source.loadNext(paged, resolving: 1, next: 2)
-    try await source.loadNext(paged, resolving: 2, next: 3)
+    let paged = try await source.scrolledPastTheBound()
     #expect(paged.items == items(1...2) && paged.hasPreviousPage)
 
     // The previous page (request 4) and then the next page (request 5, cursor 3) both load.
